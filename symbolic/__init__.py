@@ -1,0 +1,1 @@
+"""Symbolic functions: one module per opset where lowerings change, plus the registry."""

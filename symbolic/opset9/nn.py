@@ -1,0 +1,436 @@
+"""Neural-network layers at opset 9: convolution, pooling, normalization, linear, dropout."""
+
+from __future__ import annotations
+
+import torch
+
+from torchscript_onnx.ir import Value
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+
+def _expand_list(values, n: int) -> list[int]:
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    return values * n if len(values) == 1 else values
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution
+
+
+def convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """The one lowering behind every aten convolution op."""
+    spatial = (weight.rank or 0) - 2
+    if spatial < 1:
+        sh.value_error("convolution: the weight rank must be known and at least 3", weight)
+    kernel = list(weight.shape[2:])
+    if any(not isinstance(k, int) for k in kernel):
+        sh.value_error("convolution: the kernel size must be static", weight)
+    attrs = dict(
+        kernel_shape_i=kernel,
+        strides_i=_expand_list(stride, spatial),
+        dilations_i=_expand_list(dilation, spatial),
+        group_i=groups,
+    )
+    if isinstance(padding, str):
+        if padding == "same":
+            return _conv_same(g, input, weight, bias, attrs, spatial)
+        padding = [0] * spatial
+    pads = _expand_list(padding, spatial)
+    attrs["pads_i"] = pads + pads
+    inputs = [input, weight] + ([] if sh.is_none(bias) else [bias])
+    if transposed:
+        extra = _expand_list(output_padding, spatial)
+        if any(extra):
+            attrs["output_padding_i"] = extra
+        return g.op("ConvTranspose", *inputs, **attrs)
+    return g.op("Conv", *inputs, **attrs)
+
+
+def _conv_same(g, input, weight, bias, attrs, spatial):
+    """padding="same": torch pads the extra element at the end, like ONNX SAME_UPPER, but
+    only with stride 1; total padding = dilation * (kernel - 1)."""
+    pads_begin, pads_end = [], []
+    for k, d in zip(attrs["kernel_shape_i"], attrs["dilations_i"]):
+        total = d * (k - 1)
+        pads_begin.append(total // 2)
+        pads_end.append(total - total // 2)
+    attrs["pads_i"] = pads_begin + pads_end
+    inputs = [input, weight] + ([] if sh.is_none(bias) else [bias])
+    return g.op("Conv", *inputs, **attrs)
+
+
+@_onnx_symbolic("aten::_convolution")
+@sh.parse_args("v", "v", "v", "is", "is", "is", "b", "is", "i", "none", "none", "none", "none")
+def _convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                 benchmark=None, deterministic=None, cudnn_enabled=None, allow_tf32=None):
+    """_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding,
+    SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark,
+    bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor"""
+    return convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def _conv_nd(g, input, weight, bias, stride, padding, dilation, groups):
+    padding = sh.const(padding)
+    if not isinstance(padding, str):
+        padding = sh._parse_arg(Value("", const=padding), "is", "padding", "conv")
+    return convolution(g, input, weight, bias, sh._get_const(stride, "is", "stride"), padding,
+                       sh._get_const(dilation, "is", "dilation"), False, [0], sh._get_const(groups, "i", "groups"))
+
+
+@_onnx_symbolic("aten::conv1d")
+def conv1d(g, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0,
+    SymInt[1] dilation=1, SymInt groups=1) -> Tensor"""
+    return _conv_nd(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@_onnx_symbolic("aten::conv2d")
+def conv2d(g, input, weight, bias, stride, padding, dilation, groups):
+    """conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0,
+    SymInt[2] dilation=1, SymInt groups=1) -> Tensor"""
+    return _conv_nd(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+@_onnx_symbolic("aten::conv3d")
+def conv3d(g, input, weight, bias, stride, padding, dilation, groups):
+    """conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] padding=0,
+    SymInt[3] dilation=1, SymInt groups=1) -> Tensor"""
+    return _conv_nd(g, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    return convolution(g, input, weight, bias, sh._get_const(stride, "is", "stride"),
+                       sh._get_const(padding, "is", "padding"), sh._get_const(dilation, "is", "dilation"), True,
+                       sh._get_const(output_padding, "is", "output_padding"), sh._get_const(groups, "i", "groups"))
+
+
+@_onnx_symbolic("aten::conv_transpose1d")
+def conv_transpose1d(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    """conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1,
+    SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> Tensor"""
+    return _conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@_onnx_symbolic("aten::conv_transpose2d")
+def conv_transpose2d(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    """conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1,
+    SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor"""
+    return _conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@_onnx_symbolic("aten::conv_transpose3d")
+def conv_transpose3d(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    """conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1,
+    SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] dilation=1) -> Tensor"""
+    return _conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling
+
+
+def ceil_mode_pads(input: Value, kernel, stride, pads, dilation) -> list[int]:
+    """End padding that makes floor-mode pooling produce torch's ceil-mode output size.
+
+    Pooled values ignore padding (max) or exclude it (average with count_include_pad=False), so
+    the extra end padding reproduces ceil mode exactly. Needs static spatial sizes.
+    """
+    n = len(kernel)
+    spatial = sh.sizes(input)[2:] if input.shape is not None else None
+    if spatial is None or any(not isinstance(d, int) for d in spatial):
+        sh.value_error("ceil_mode pooling before opset 10 needs static spatial sizes (or opset_version>=10)", input)
+    end = list(pads[n:])
+    for i, size in enumerate(spatial):
+        effective = dilation[i] * (kernel[i] - 1) + 1
+        span = size + pads[i] + pads[i + n] - effective
+        out = -(-span // stride[i]) + 1
+        if (out - 1) * stride[i] >= size + pads[i]:  # torch drops a last window starting in the padding
+            out -= 1
+        needed = (out - 1) * stride[i] + effective - (size + pads[i] + pads[i + n])
+        end[i] += max(0, needed)
+    return list(pads[:n]) + end
+
+
+def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: int) -> dict:
+    kernel = _expand_list(kernel_size, n)
+    stride = _expand_list(stride, n) if stride else kernel
+    padding = _expand_list(padding, n)
+    dilation = _expand_list(dilation, n)
+    pads = padding + padding
+    attrs = dict(kernel_shape_i=kernel, strides_i=stride)
+    if any(d != 1 for d in dilation):
+        if g.opset < 10:
+            sh.value_error("pooling with dilation needs opset 10 or higher (pass opset_version=10)")
+        attrs["dilations_i"] = dilation
+    if ceil_mode:
+        pads = ceil_mode_pads(input, kernel, stride, pads, dilation)
+    attrs["pads_i"] = pads
+    return attrs
+
+
+def _max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
+    attrs = pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n)
+    return g.op("MaxPool", input, **attrs)
+
+
+@_onnx_symbolic("aten::max_pool1d")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool1d(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0,
+    int[1] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return _max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 1)
+
+
+@_onnx_symbolic("aten::max_pool2d")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool2d(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+    int[2] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return _max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2)
+
+
+@_onnx_symbolic("aten::max_pool3d")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool3d(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
+    int[3] dilation=1, bool ceil_mode=False) -> Tensor"""
+    return _max_pool(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3)
+
+
+def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
+    if not sh.is_none(divisor_override) and divisor_override is not None:
+        sh.unimplemented("avg_pool", "divisor_override")
+    if ceil_mode and count_include_pad:
+        # Extra end padding would be counted; pad explicitly with zeros (counted, like torch's
+        # padding) and let ceil-mode windows be clipped with count_include_pad=0.
+        padding = _expand_list(padding, n)
+        if any(padding):
+            input = onnx_ops.pad(g, input, [0, 0] + padding + [0, 0] + padding, "constant", 0.0)
+            padding = [0] * n
+        attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, ceil_mode, n)
+        return g.op("AveragePool", input, count_include_pad_i=0, **attrs)
+    attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, ceil_mode, n)
+    return g.op("AveragePool", input, count_include_pad_i=int(count_include_pad), **attrs)
+
+
+@_onnx_symbolic("aten::avg_pool1d")
+@sh.parse_args("v", "is", "is", "is", "b", "b")
+def avg_pool1d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad):
+    """avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0,
+    bool ceil_mode=False, bool count_include_pad=True) -> Tensor"""
+    return _avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+@_onnx_symbolic("aten::avg_pool2d")
+@sh.parse_args("v", "is", "is", "is", "b", "b", "none")
+def avg_pool2d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+    bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    return _avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+@_onnx_symbolic("aten::avg_pool3d")
+@sh.parse_args("v", "is", "is", "is", "b", "b", "none")
+def avg_pool3d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
+    bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
+    return _avg_pool(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+
+
+def _adaptive_pool(g, op: str, global_op: str, input: Value, output_size):
+    n = len(output_size)
+    spatial = sh.sizes(input)[2:] if input.shape is not None else None
+    output_size = [spatial[i] if s is None and spatial else s for i, s in enumerate(output_size)]
+    if all(s == 1 for s in output_size):
+        return g.op(global_op, input)
+    if spatial is None or any(not isinstance(d, int) for d in spatial):
+        sh.value_error(f"adaptive pooling to {output_size} needs static spatial sizes", input)
+    if any(size % out for size, out in zip(spatial, output_size)):
+        sh.value_error(
+            f"adaptive pooling from {spatial} to {output_size}: ONNX pooling can only express output "
+            "sizes that divide the input size", input)
+    kernel = [size // out for size, out in zip(spatial, output_size)]
+    if all(k == 1 for k in kernel):
+        return input
+    return g.op(op, input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n))
+
+
+@_onnx_symbolic("aten::adaptive_avg_pool1d")
+@sh.parse_args("v", "is")
+def adaptive_avg_pool1d(g, self, output_size):
+    """adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor"""
+    return _adaptive_pool(g, "AveragePool", "GlobalAveragePool", self, output_size)
+
+
+@_onnx_symbolic("aten::adaptive_avg_pool2d")
+def adaptive_avg_pool2d(g, self, output_size):
+    """adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor"""
+    sizes = [None if sh.is_none(s) else sh.const(s) for s in sh.unpack_list(output_size)]
+    return _adaptive_pool(g, "AveragePool", "GlobalAveragePool", self, sizes)
+
+
+@_onnx_symbolic("aten::adaptive_avg_pool3d")
+@sh.parse_args("v", "is")
+def adaptive_avg_pool3d(g, self, output_size):
+    """adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor"""
+    return _adaptive_pool(g, "AveragePool", "GlobalAveragePool", self, output_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalization
+
+
+def _channel_constant(g, input: Value, fill: float) -> Value:
+    channels = sh.sizes(input)[1] if input.shape is not None else None
+    if not isinstance(channels, int):
+        sh.value_error("batch_norm without affine parameters needs a static channel count", input)
+    return g.constant(torch.full((channels,), fill, dtype=input.dtype or torch.float32))
+
+
+@_onnx_symbolic("aten::batch_norm")
+def batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var,
+    bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    training = sh._get_const(training, "b", "training")
+    eps = sh._get_const(eps, "f", "eps")
+    if training or sh.is_none(running_mean):
+        return batch_norm_with_batch_stats(g, input, weight, bias, eps)
+    scale = _channel_constant(g, input, 1.0) if sh.is_none(weight) else weight
+    shift = _channel_constant(g, input, 0.0) if sh.is_none(bias) else bias
+    rank = input.rank
+    if rank == 2:  # BatchNorm1d on (N, C): ONNX wants spatial dims
+        unsqueezed = onnx_ops.unsqueeze(g, input, [2])
+        out = g.op("BatchNormalization", unsqueezed, scale, shift, running_mean, running_var, epsilon_f=eps)
+        return onnx_ops.squeeze(g, out, [2])
+    return g.op("BatchNormalization", input, scale, shift, running_mean, running_var, epsilon_f=eps)
+
+
+def batch_norm_with_batch_stats(g, input, weight, bias, eps):
+    """Normalise with the batch's own mean and (biased) variance, as torch does in training."""
+    rank = input.rank
+    axes = [0] + list(range(2, rank))
+    mean = onnx_ops.reduce(g, "ReduceMean", input, axes, True)
+    centered = g.op("Sub", input, mean)
+    variance = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
+    std = g.op("Sqrt", g.op("Add", variance, g.constant(eps, input.dtype)))
+    out = g.op("Div", centered, std)
+    shape = [1, -1] + [1] * (rank - 2)
+    if not sh.is_none(weight):
+        out = g.op("Mul", out, g.op("Reshape", weight, g.constant(shape, torch.int64)))
+    if not sh.is_none(bias):
+        out = g.op("Add", out, g.op("Reshape", bias, g.constant(shape, torch.int64)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra used by layers
+
+
+@_onnx_symbolic("aten::linear")
+def linear(g, input, weight, bias):
+    """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor"""
+    if input.rank == 2 and not sh.is_none(bias) and bias.rank == 1:
+        return g.op("Gemm", input, weight, bias, transB_i=1)
+    out = g.op("MatMul", input, g.op("Transpose", weight, perm_i=[1, 0]))
+    if not sh.is_none(bias):
+        out = g.op("Add", out, bias)
+    return out
+
+
+@_onnx_symbolic("aten::addmm")
+def addmm(g, self, mat1, mat2, beta=None, alpha=None):
+    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    beta = 1.0 if beta is None else float(sh.const(beta))
+    alpha = 1.0 if alpha is None else float(sh.const(alpha))
+    return g.op("Gemm", mat1, mat2, self, beta_f=beta, alpha_f=alpha)
+
+
+@_onnx_symbolic("aten::matmul")
+def matmul(g, self, other):
+    """matmul(Tensor self, Tensor other) -> Tensor"""
+    return g.op("MatMul", self, other)
+
+
+@_onnx_symbolic("aten::mm")
+def mm(g, self, mat2):
+    """mm(Tensor self, Tensor mat2) -> Tensor"""
+    return g.op("MatMul", self, mat2)
+
+
+@_onnx_symbolic("aten::bmm")
+def bmm(g, self, mat2):
+    """bmm(Tensor self, Tensor mat2) -> Tensor"""
+    return g.op("MatMul", self, mat2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout: identity in eval; in training the ONNX Dropout op
+
+
+def _dropout(g, input, p, train):
+    train = sh._get_const(train, "b", "train")
+    if not train:
+        return input
+    p = sh._get_const(p, "f", "p")
+    if g.opset >= 12:
+        out, _ = g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
+        return out
+    out, _ = g.op("Dropout", input, ratio_f=p, outputs=2)
+    return out
+
+
+@_onnx_symbolic("aten::dropout")
+def dropout(g, input, p, train):
+    """dropout(Tensor input, float p, bool train) -> Tensor"""
+    return _dropout(g, input, p, train)
+
+
+@_onnx_symbolic("aten::feature_dropout")
+def feature_dropout(g, input, p, train):
+    """feature_dropout(Tensor input, float p, bool train) -> Tensor"""
+    if sh._get_const(train, "b", "train"):
+        sh.unimplemented("feature_dropout", "training mode")
+    return input
+
+
+@_onnx_symbolic("aten::alpha_dropout")
+def alpha_dropout(g, input, p, train):
+    """alpha_dropout(Tensor input, float p, bool train) -> Tensor"""
+    if sh._get_const(train, "b", "train"):
+        sh.unimplemented("alpha_dropout", "training mode")
+    return input
+
+
+@_onnx_symbolic("aten::feature_alpha_dropout")
+def feature_alpha_dropout(g, input, p, train):
+    """feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor"""
+    if sh._get_const(train, "b", "train"):
+        sh.unimplemented("feature_alpha_dropout", "training mode")
+    return input
+
+
+# ---------------------------------------------------------------------------------------------
+# Rearranging
+
+
+@_onnx_symbolic("aten::pixel_shuffle")
+@sh.parse_args("v", "i")
+def pixel_shuffle(g, self, upscale_factor):
+    """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor"""
+    if self.rank != 4:
+        sh.value_error("pixel_shuffle: only 4-D inputs are supported", self)
+    if g.opset >= 11:
+        return g.op("DepthToSpace", self, blocksize_i=upscale_factor, mode_s="CRD")
+    dims = sh.static_sizes(self)
+    if dims is None:
+        sh.value_error("pixel_shuffle before opset 11 needs static sizes (or opset_version>=11)", self)
+    n, c, h, w = dims
+    r = upscale_factor
+    split = g.op("Reshape", self, g.constant([n, c // (r * r), r, r, h, w], torch.int64))
+    moved = g.op("Transpose", split, perm_i=[0, 1, 4, 2, 5, 3])
+    return g.op("Reshape", moved, g.constant([n, c // (r * r), h * r, w * r], torch.int64))

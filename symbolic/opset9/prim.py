@@ -1,0 +1,185 @@
+"""prim:: ops and the scalar plumbing around sizes (aten::size, aten::Int, prim::NumToTensor).
+
+These mostly move Python values and lists around: a static size stays a Python int, a dynamic
+one becomes a 0-d int64 value computed at runtime.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torchscript_onnx import dtypes
+from torchscript_onnx.ir import Value
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+
+def _jit_constant(node: torch._C.Node):
+    output = node.output()
+    if not node.hasAttribute("value"):
+        return None
+    kind = node.kindOf("value")
+    if kind == "t":
+        return node.t("value")
+    if kind == "i":
+        value = node.i("value")
+        return bool(value) if isinstance(output.type(), torch._C.BoolType) else value
+    if kind == "f":
+        return node.f("value")
+    if kind == "s":
+        return node.s("value")
+    return output.toIValue()
+
+
+@_onnx_symbolic("prim::Constant")
+def prim_constant(g, **attrs):
+    """prim::Constant[value=...]() -> a Python value (tensor, number, list, string, None, device)."""
+    value = _jit_constant(g.original_node)
+    if isinstance(value, torch.Tensor):
+        return Value("", value.dtype, tuple(value.shape), value)
+    return Value("", const=value)
+
+
+@_onnx_symbolic("prim::ListConstruct")
+def prim_list_construct(g, *elements):
+    """prim::ListConstruct(...) -> a list: constant when every element is, else kept element-wise."""
+    if all(e.is_const for e in elements):
+        return Value("", const=[e.const for e in elements])
+    return Value("", elements=list(elements))
+
+
+@_onnx_symbolic("prim::TupleConstruct")
+def prim_tuple_construct(g, *elements):
+    """prim::TupleConstruct(...) -> a tuple, kept element-wise."""
+    return Value("", elements=list(elements))
+
+
+@_onnx_symbolic("prim::ListUnpack")
+def prim_list_unpack(g, packed):
+    """prim::ListUnpack(t[] list) -> the elements."""
+    return tuple(sh.unpack_list(packed))
+
+
+@_onnx_symbolic("prim::TupleUnpack")
+def prim_tuple_unpack(g, packed):
+    """prim::TupleUnpack(tuple) -> the elements."""
+    return tuple(sh.unpack_list(packed))
+
+
+@_onnx_symbolic("prim::NumToTensor")
+def prim_num_to_tensor(g, number):
+    """prim::NumToTensor(Scalar a) -> Tensor: a scalar is already a 0-d value here."""
+    return number
+
+
+@_onnx_symbolic("aten::Int")
+def aten_int(g, value):
+    """aten::Int.Tensor(Tensor a) -> int"""
+    return _to_python_number(g, value, int, torch.int64)
+
+
+@_onnx_symbolic("aten::Float")
+def aten_float(g, value):
+    """aten::Float.Tensor(Tensor a) -> float"""
+    return _to_python_number(g, value, float, torch.float64)
+
+
+@_onnx_symbolic("aten::ScalarImplicit")
+def aten_scalar_implicit(g, value):
+    """aten::ScalarImplicit(Tensor a) -> Scalar"""
+    return value if not value.is_const else Value("", const=value.const.item()
+                                                  if isinstance(value.const, torch.Tensor) else value.const)
+
+
+def _to_python_number(g, value: Value, kind, dtype: torch.dtype):
+    raw = sh.const(value)
+    if raw is not sh.UNKNOWN:
+        return Value("", const=kind(raw.item() if isinstance(raw, torch.Tensor) else raw))
+    return onnx_ops.cast(g, value, dtype)
+
+
+@_onnx_symbolic("aten::size")
+def size(g, self, dim=None):
+    """aten::size.int(Tensor self, int dim) -> int; aten::size(Tensor self) -> int[]"""
+    if dim is None:
+        dims = sh.sizes(self)
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            return Value("", const=list(dims))
+        shape = g.op("Shape", self)
+        return Value("", elements=[_gather_scalar(g, shape, k) for k in range(len(dims))]) \
+            if dims is not None else shape
+    axis = sh.const(dim)
+    dims = sh.sizes(self)
+    if dims is not None and isinstance(dims[axis], int):
+        return Value("", const=dims[axis])
+    return onnx_ops.size(g, self, axis)
+
+
+def _gather_scalar(g, shape: Value, k: int) -> Value:
+    return g.op("Gather", shape, g.constant(k, torch.int64), axis_i=0)
+
+
+@_onnx_symbolic("aten::dim")
+def dim(g, self):
+    """aten::dim(Tensor self) -> int"""
+    return Value("", const=self.rank)
+
+
+@_onnx_symbolic("aten::numel")
+def numel(g, self):
+    """aten::numel(Tensor self) -> int"""
+    dims = sh.static_sizes(self)
+    if dims is not None:
+        return Value("", const=int(torch.Size(dims).numel()))
+    return g.op("Size", self)
+
+
+@_onnx_symbolic("prim::device")
+def prim_device(g, self):
+    """prim::device(Tensor a) -> Device"""
+    return Value("", const=torch.device("cpu"))
+
+
+@_onnx_symbolic("prim::dtype")
+def prim_dtype(g, self):
+    """prim::dtype(Tensor a) -> int: the ScalarType index"""
+    return Value("", const=dtypes.TORCH_TO_SCALAR_TYPE[self.dtype])
+
+
+@_onnx_symbolic("prim::GetAttr")
+def prim_get_attr(g, obj, **attrs):
+    """prim::GetAttr[name=...](module) -> the attribute: a parameter, submodule or Python value."""
+    name = g.original_node.s("name")
+    owner = obj.const
+    attr = getattr(owner, name)
+    if isinstance(attr, torch.Tensor):
+        return g.param(attr)
+    return Value("", const=attr)
+
+
+@_onnx_symbolic("aten::detach")
+def detach(g, self):
+    """aten::detach(Tensor(a) self) -> Tensor(a)"""
+    return self
+
+
+@_onnx_symbolic("aten::contiguous")
+def contiguous(g, self, memory_format=None):
+    """aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)"""
+    return self
+
+
+@_onnx_symbolic("aten::clone")
+def clone(g, self, memory_format=None):
+    """aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"""
+    return self
+
+
+@_onnx_symbolic("aten::lift_fresh")
+def lift_fresh(g, self):
+    """aten::lift_fresh(Tensor(a) self) -> Tensor(a)"""
+    return self

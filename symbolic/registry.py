@@ -1,0 +1,137 @@
+"""The symbolic registry: ``"ns::op"`` x opset -> conversion function.
+
+Built-in modules register with ``onnx_symbolic(opset)("aten::relu")``. Lookup follows the legacy
+fall-through: for a target opset >= 9, the highest registered version <= target; for targets 7 and
+8, the lowest registered version in target..9 (opset 7/8 modules only override what opset 9
+defines). User registrations (``register_custom_op_symbolic``) win over built-ins at and above
+their opset and can be removed again, which restores the built-in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
+# Symbolic modules, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
+BUILTIN_MODULES = tuple(f"symbolic.symbolic_opset{n}" for n in range(7, 27))
+
+
+class _Entry:
+    """The versions of one op: opset -> function, kept sorted."""
+
+    __slots__ = ("builtin", "custom")
+
+    def __init__(self):
+        self.builtin: dict[int, Callable] = {}
+        self.custom: dict[int, Callable] = {}
+
+    def get(self, opset: int) -> Callable | None:
+        for table in (self.custom, self.builtin):
+            fn = _fall_through(table, opset)
+            if fn is not None:
+                return fn
+        return None
+
+
+def _fall_through(table: dict[int, Callable], opset: int) -> Callable | None:
+    if not table:
+        return None
+    versions = sorted(table)
+    if opset >= 9:
+        k = bisect.bisect_right(versions, opset)
+        return table[versions[k - 1]] if k else None
+    for version in versions:
+        if opset <= version <= 9:
+            return table[version]
+    return None
+
+
+_REGISTRY: dict[str, _Entry] = {}
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+def onnx_symbolic(opset: int):
+    """Decorator factory for built-in modules: ``_onnx_symbolic = onnx_symbolic(9)``."""
+
+    def register(name: str):
+        def decorate(fn: Callable) -> Callable:
+            check_name(name)
+            entry = _REGISTRY.setdefault(name, _Entry())
+            if opset in entry.builtin:
+                raise ValueError(f"{name} is registered twice at opset {opset}")
+            entry.builtin[opset] = fn
+            return fn
+
+        return decorate
+
+    return register
+
+
+def check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"symbolic name {name!r} must look like 'namespace::op_name', e.g. 'mydomain::my_op' or 'aten::relu'"
+        )
+
+
+def register_custom(name: str, fn: Callable, opset: int) -> None:
+    _load_builtins()
+    check_name(name)
+    _REGISTRY.setdefault(name, _Entry()).custom[opset] = fn
+
+
+def unregister_custom(name: str, opset: int) -> None:
+    entry = _REGISTRY.get(name)
+    if entry is None or opset not in entry.custom:
+        raise ValueError(f"no custom symbolic is registered for {name} at opset {opset}")
+    del entry.custom[opset]
+
+
+def lookup(name: str, opset: int) -> Callable | None:
+    """The conversion of ``name`` at ``opset``; in-place ops (``relu_``) fall back to theirs."""
+    _load_builtins()
+    entry = _REGISTRY.get(name)
+    fn = entry.get(opset) if entry is not None else None
+    if fn is None and name.endswith("_") and not name.endswith("__"):
+        entry = _REGISTRY.get(name[:-1])
+        fn = entry.get(opset) if entry is not None else None
+    return fn
+
+
+def is_registered(name: str, opset: int) -> bool:
+    return lookup(name, opset) is not None
+
+
+def lowest_supporting_opset(name: str, max_opset: int = 26) -> int | None:
+    """The lowest opset from 7 to ``max_opset`` at which ``name`` converts, or None."""
+    for opset in range(7, max_opset + 1):
+        if is_registered(name, opset):
+            return opset
+    return None
+
+
+def registered_names(opset: int, namespace: str | None = None) -> list[str]:
+    _load_builtins()
+    names = [n for n, e in _REGISTRY.items() if e.get(opset) is not None]
+    if namespace is not None:
+        names = [n for n in names if n.startswith(namespace + "::")]
+    return sorted(names)
+
+
+def all_functions() -> list[tuple[str, int, Callable]]:
+    """Every built-in registration: (name, opset, function)."""
+    _load_builtins()
+    return [(n, v, fn) for n, e in sorted(_REGISTRY.items()) for v, fn in sorted(e.builtin.items())]

@@ -1,0 +1,12 @@
+"""Opset 9: the base set. Most conversions live here and serve every later opset until a higher
+module registers the op again. ONNX 9 added Where, Erf, Shrink, Sign, Sinh/Cosh/..., NonZero,
+ConstantOfShape, EyeLike, Scatter, OneHot, MaxUnpool, Compress, IsNaN and typed MatMul/Flatten.
+
+A thin facade: the functions live in topic modules under ``symbolic/opset9/`` and are re-exported
+here so ``symbolic_opset9.relu(g, x)`` works as in the legacy exporter.
+"""
+
+from .opset9.math import *  # noqa: F401,F403
+from .opset9.nn import *  # noqa: F401,F403
+from .opset9.prim import *  # noqa: F401,F403
+from .opset9.tensor import *  # noqa: F401,F403

@@ -1,0 +1,182 @@
+"""Capture: model + example args -> a TorchScript graph with named parameters.
+
+``nn.Module`` and plain functions are traced (``torch.jit._get_trace_graph``), giving a flat graph
+whose inputs are the flattened user inputs followed by the parameters and buffers, named by their
+``state_dict`` keys. ScriptModules and ScriptFunctions keep their own graph; attribute reads on
+``self`` are resolved during conversion. The model's training flags and buffers are restored
+afterwards, also when capture fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from .options import TrainingMode
+
+_in_export = False
+
+
+def is_in_onnx_export() -> bool:
+    """True while ``export`` runs (for model code that takes an export-only path)."""
+    return _in_export
+
+
+@dataclasses.dataclass
+class Captured:
+    graph: torch._C.Graph
+    user_inputs: list[torch._C.Value]  # flattened user inputs, in legacy order
+    params: list[tuple[torch._C.Value, str, torch.Tensor]]  # graph input, state_dict key, tensor
+    module: Any = None  # the ScriptModule whose ``self`` is the graph's first input
+    param_names: dict[int, str] = dataclasses.field(default_factory=dict)  # id(tensor) -> key
+    example_inputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode: TrainingMode) -> Iterator[None]:
+    """Put ``model`` in the mode export wants; restore every submodule's flag afterwards."""
+    if not isinstance(model, torch.nn.Module) or mode == TrainingMode.PRESERVE:
+        yield
+        return
+    flags = [(m, m.training) for m in model.modules()]
+    try:
+        model.train(mode == TrainingMode.TRAINING)
+        yield
+    finally:
+        for module, training in flags:
+            module.training = training
+
+
+@contextlib.contextmanager
+def _buffers_preserved(model) -> Iterator[None]:
+    """Forward passes in training mode update running stats; put them back."""
+    if not isinstance(model, torch.nn.Module) or not any(m.training for m in model.modules()):
+        yield
+        return
+    saved = [(b, b.detach().clone()) for b in model.buffers()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, copy in saved:
+                buffer.copy_(copy)
+
+
+@contextlib.contextmanager
+def _export_flags(model) -> Iterator[None]:
+    """Our flag, torch's "in ONNX export" flag (so ``torch.onnx.is_in_onnx_export()`` agrees),
+    and the module map that gives traced nodes their scope names."""
+    global _in_export
+    torch_globals = _torch_export_globals()
+    previous_torch = torch_globals.in_onnx_export if torch_globals is not None else None
+    previous_map = getattr(torch.jit._trace, "_trace_module_map", None)
+    _in_export = True
+    if torch_globals is not None:
+        torch_globals.in_onnx_export = True
+    if isinstance(model, torch.nn.Module) and not isinstance(model, torch.jit.ScriptModule):
+        torch.jit._trace._trace_module_map = {
+            m: f"{torch.typename(type(m))}::{_unqualified(name)}" for name, m in model.named_modules()
+        }
+    try:
+        yield
+    finally:
+        _in_export = False
+        if torch_globals is not None:
+            torch_globals.in_onnx_export = previous_torch
+        torch.jit._trace._trace_module_map = previous_map
+
+
+def _torch_export_globals():
+    try:  # the one allowed touch of torch.onnx: its in_onnx_export flag
+        return importlib.import_module("torch.onnx._internal.torchscript_exporter._globals").GLOBALS  # in_onnx_export
+    except (ImportError, AttributeError):
+        return None
+
+
+def _unqualified(name: str) -> str:
+    atoms = name.split(".")
+    for i in range(len(atoms) - 1, -1, -1):
+        if not atoms[i].isnumeric():
+            return ".".join(atoms[i:])
+    return name
+
+
+def normalize_args(model, args, kwargs) -> tuple:
+    """The legacy input rule: a trailing dict holds keyword arguments; missing ones take their
+    defaults, so the traced positional list matches the forward signature."""
+    if isinstance(args, torch.Tensor) or not isinstance(args, (tuple, list)):
+        args = (args,)
+    args = tuple(args)
+    if kwargs:
+        args = args + (dict(kwargs),)
+    if not args or not isinstance(args[-1], dict):
+        return args
+    named = args[-1]
+    positional = list(args[:-1])
+    try:
+        signature = inspect.signature(getattr(model, "forward", model))
+    except (TypeError, ValueError):
+        return tuple(positional)
+    params = [p for p in signature.parameters.values() if p.name != "self"]
+    unknown = set(named) - {p.name for p in params}
+    if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
+        raise TypeError(f"args: keyword argument(s) {sorted(unknown)} are not parameters of the model's forward")
+    for p in params[len(positional):]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in named:
+            positional.append(named[p.name])
+        elif p.default is not p.empty:
+            positional.append(p.default)
+        else:
+            raise TypeError(f"args: the model's forward needs '{p.name}', which args does not give")
+    return tuple(positional)
+
+
+def capture(model, args: tuple, training: TrainingMode) -> Captured:
+    with select_model_mode_for_export(model, training), _buffers_preserved(model), _export_flags(model), \
+            torch.no_grad():
+        if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+            return _capture_script(model, args)
+        return _capture_trace(model, args)
+
+
+def _capture_trace(model, args: tuple) -> Captured:
+    prev_cache = torch.is_autocast_cache_enabled()
+    torch.set_autocast_cache_enabled(False)  # the cache would turn weights into constants
+    try:
+        graph, _ = torch.jit._get_trace_graph(model, args, strict=False, _force_outplace=False)
+    finally:
+        torch.set_autocast_cache_enabled(prev_cache)
+    state = torch.jit._unique_state_dict(model, keep_vars=True) if isinstance(model, torch.nn.Module) else {}
+    inputs = list(graph.inputs())
+    n_user = len(inputs) - len(state)
+    params = [(inputs[n_user + k], name, tensor) for k, (name, tensor) in enumerate(state.items())]
+    return Captured(graph=graph, user_inputs=inputs[:n_user], params=params)
+
+
+def _capture_script(model, args: tuple) -> Captured:
+    flat = list(torch.jit._flatten(args)[0])
+    if isinstance(model, torch.jit.ScriptModule):
+        graph = model._c._get_method("forward").graph.copy()
+        module = model
+        state = torch.jit._unique_state_dict(model, keep_vars=True)
+        names = {id(t): n for n, t in state.items()}
+        inputs = list(graph.inputs())[1:]
+    else:
+        graph = model.graph.copy()
+        module, names = None, {}
+        inputs = list(graph.inputs())
+    torch._C._jit_pass_inline(graph)
+    if len(inputs) != len(flat):
+        raise TypeError(
+            f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
+        )
+    return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
+                    example_inputs=flat)

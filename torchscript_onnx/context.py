@@ -1,0 +1,228 @@
+"""GraphContext: what a symbolic function receives as ``g``.
+
+``g.op("Relu", x)`` emits a node (or folds it when every input is known), applies the shape rules
+and returns its output value(s). Attribute names carry their ONNX type as a suffix, as in the
+legacy exporter: ``_i _f _s _t _g`` (a list value makes them plural), ``_is _fs _ss _ts`` spelled
+out, or no suffix to infer the type from the value. ``"domain::Op"`` targets a custom domain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import torch
+
+from . import folding, shapes
+from .ir import UNKNOWN, Graph, Node, Value
+from .options import ExportOptions
+
+_ATTR_SUFFIX = re.compile(r"^(.+)_(is|fs|ss|ts|gs|i|f|s|t|g)$")
+# Constants at most this large become Constant nodes; larger ones become initializers.
+MAX_CONSTANT_NODE_ELEMENTS = 16
+
+
+@dataclasses.dataclass(eq=False)
+class GraphContext:
+    graph: Graph
+    opset: int
+    options: ExportOptions
+    training: bool = False
+    original_node: Any = None  # the torch._C.Node being converted, for prim symbolics
+    scope: str = ""  # "/layer1/0/conv1": names the nodes a symbolic emits
+    source: str = ""  # "model.py:42"
+    # Values whose dims named in dynamic_axes must stay symbolic: no trusted trace sizes.
+    dynamic: bool = False
+    custom_domains: dict[str, int] = dataclasses.field(default_factory=dict)
+    # id(tensor) -> state_dict key, for parameters reached through attributes (scripted modules)
+    param_names: dict[int, str] = dataclasses.field(default_factory=dict)
+    _params: dict[int, Value] = dataclasses.field(default_factory=dict)
+
+    # legacy spelling
+    @property
+    def opset_version(self) -> int:
+        return self.opset
+
+    def op(self, opname: str, *inputs, outputs: int = 1, **attributes):
+        domain, op_type = _split_domain(opname)
+        attrs = _parse_attributes(attributes)
+        folded = self._try_fold(domain, op_type, inputs, attrs, outputs)
+        if folded is not None:
+            return folded[0] if outputs == 1 else tuple(folded)
+        node_inputs = [self.materialize(v) for v in inputs]
+        if domain:
+            self.custom_domains.setdefault(domain, self.options.custom_opsets.get(domain, 1))
+        node = self.graph.add_node(op_type, domain, node_inputs, attrs, outputs, self.scope, self.source)
+        shapes.infer(node)
+        return node.outputs[0] if outputs == 1 else tuple(node.outputs)
+
+    def constant(self, value, dtype: torch.dtype | None = None) -> Value:
+        """A constant value: Python number, list or tensor, optionally cast to ``dtype``."""
+        tensor = as_tensor(value, dtype)
+        return Value("", tensor.dtype, tuple(tensor.shape), tensor)
+
+    def param(self, tensor: torch.Tensor) -> Value:
+        """The initializer holding ``tensor`` (one per tensor, named by its state_dict key)."""
+        value = self._params.get(id(tensor))
+        if value is None:
+            name = self.param_names.get(id(tensor), "param")
+            value = self._params[id(tensor)] = self.graph.add_initializer(name, tensor.detach())
+        return value
+
+    def output_dtype(self, k: int = 0) -> torch.dtype | None:
+        """The dtype the trace recorded for output ``k`` of the node being converted."""
+        node = self.original_node
+        if node is None or k >= node.outputsSize():
+            return None
+        jit_type = node.outputsAt(k).type()
+        if not isinstance(jit_type, torch._C.TensorType) or jit_type.scalarType() is None:
+            return None
+        from .dtypes import SCALAR_NAME_TO_TORCH
+
+        return SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
+
+    def materialize(self, value: Value | None) -> Value | None:
+        """Return ``value`` as a graph value, emitting its constant or list once if needed."""
+        if value is None:
+            return None
+        if not isinstance(value, Value):
+            raise TypeError(f"expected a graph value as node input, got {type(value).__name__}: {value!r}")
+        if value.in_graph:
+            return value
+        if value.elements is not None:
+            return self._list_to_tensor(value)
+        if not value.is_const or value.const is None:
+            raise TypeError(f"{value!r} has no graph representation")
+        tensor = as_tensor(value.const, None)
+        # Constant-1 (opsets 7-8) holds only float tensors; other constants go to initializers.
+        constant_node_ok = self.opset >= 9 or tensor.dtype in (torch.float16, torch.float32, torch.float64)
+        if tensor.numel() <= MAX_CONSTANT_NODE_ELEMENTS and constant_node_ok:
+            node = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope, self.source)
+            out = node.outputs[0]
+            value.name, value.producer = out.name, node
+            node.outputs[0] = value
+        else:
+            name = self.graph.value_names.fresh(f"onnx::{value.name or 'Constant'}")
+            self.graph.initializers[name] = tensor
+            value.name, value.is_param = name, True
+        value.dtype, value.shape = tensor.dtype, tuple(tensor.shape)
+        if not isinstance(value.const, torch.Tensor):
+            value.const = tensor
+        return value
+
+    def _list_to_tensor(self, value: Value) -> Value:
+        """A list of int scalars (some known only at runtime) as one 1-D int64 tensor."""
+        from symbolic import onnx_ops  # the schema helpers live with the symbolics
+
+        parts = []
+        for element in value.elements:
+            if element.is_const:
+                parts.append(self.constant([int(element.const)], torch.int64))
+            else:
+                scalar = element if element.dtype == torch.int64 else self.op("Cast", element, to_i=7)
+                parts.append(onnx_ops.unsqueeze(self, scalar, [0]) if scalar.rank == 0 else scalar)
+        out = self.op("Concat", *parts, axis_i=0)
+        value.name, value.producer, value.dtype, value.shape = out.name, out.producer, out.dtype, out.shape
+        value.producer.outputs[0] = value
+        return value
+
+    def _try_fold(self, domain, op_type, inputs, attrs, outputs):
+        if domain or op_type not in folding.FOLDERS:
+            return None
+        tensors = []
+        for v in inputs:
+            if v is None:
+                tensors.append(None)
+                continue
+            if not isinstance(v, Value) or not v.is_const or v.const is None:
+                return None
+            if v.is_param and not self.options.do_constant_folding:
+                return None
+            tensors.append(as_tensor(v.const, None))
+        plain = {name: value for name, (_, value) in attrs.items()}
+        results = folding.fold(op_type, tensors, plain)
+        if results is None or len(results) != outputs:
+            return None
+        return [Value("", t.dtype, tuple(t.shape), t) for t in results]
+
+
+def _split_domain(opname: str) -> tuple[str, str]:
+    if "::" not in opname:
+        return "", opname
+    domain, op_type = opname.split("::", 1)
+    return ("" if domain == "onnx" else domain), op_type
+
+
+def _parse_attributes(attributes: dict) -> dict[str, tuple[str, Any]]:
+    parsed = {}
+    for key, value in sorted(attributes.items()):
+        if value is None:
+            continue
+        match = _ATTR_SUFFIX.match(key)
+        if match:
+            name, kind = match.group(1), match.group(2)
+            if isinstance(value, (list, tuple)) and len(kind) == 1:
+                kind += "s"
+        else:
+            name, kind = key, _infer_kind(key, value)
+        parsed[name] = (kind, _coerce(kind, value))
+    return parsed
+
+
+def _infer_kind(key: str, value) -> str:
+    if isinstance(value, bool) or isinstance(value, int):
+        return "i"
+    if isinstance(value, float):
+        return "f"
+    if isinstance(value, str):
+        return "s"
+    if isinstance(value, torch.Tensor):
+        return "t"
+    if isinstance(value, (list, tuple)) and value:
+        return _infer_kind(key, value[0]) + "s"
+    raise TypeError(f"cannot infer the ONNX attribute type of {key}={value!r}; add a suffix such as {key}_i")
+
+
+def _coerce(kind: str, value):
+    if kind == "i":
+        return int(value)
+    if kind == "f":
+        return float(value)
+    if kind == "is":
+        return [int(v) for v in value]
+    if kind == "fs":
+        return [float(v) for v in value]
+    if kind == "t" and not isinstance(value, torch.Tensor):
+        return torch.tensor(value)
+    return value
+
+
+def as_tensor(value, dtype: torch.dtype | None) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        tensor = value
+    elif isinstance(value, bool):
+        tensor = torch.tensor(value, dtype=torch.bool)
+    elif isinstance(value, int):
+        tensor = torch.tensor(value, dtype=torch.int64)
+    elif isinstance(value, float):
+        tensor = torch.tensor(value, dtype=torch.float32)
+    elif isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, torch.Tensor) for v in value):
+            tensor = torch.stack(list(value))
+        elif all(isinstance(v, bool) for v in value) and value:
+            tensor = torch.tensor(value, dtype=torch.bool)
+        elif all(isinstance(v, int) for v in value):
+            tensor = torch.tensor(value, dtype=torch.int64)
+        else:
+            tensor = torch.tensor(value, dtype=torch.float32)
+    else:
+        raise TypeError(f"cannot turn {value!r} into a tensor")
+    return tensor if dtype is None or tensor.dtype == dtype else tensor.to(dtype)
+
+
+def node_of(value: Value) -> Node | None:
+    return value.producer
+
+
+__all__ = ["GraphContext", "UNKNOWN", "as_tensor"]

@@ -1,0 +1,283 @@
+"""Convert: walk the JIT graph in topological order and dispatch each node through the registry.
+
+Before emitting anything, every node kind is looked up once, so an export that cannot succeed
+names all of its unsupported ops at once. Errors raised by symbolics get their context here,
+once: the aten op, the opset, the module scope, the source line and the inputs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from symbolic import registry
+
+from . import dtypes
+from .capture import Captured
+from .context import GraphContext
+from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
+from .ir import Graph, Value
+from .options import ExportOptions, TrainingMode
+
+_SCOPE_ATOM = re.compile(r"::([^/]*)")
+
+
+def scope_path(scope_name: str) -> str:
+    """``__main__.M::/torch.nn...Sequential::blocks/...Linear::l`` -> ``/blocks/l``."""
+    if not scope_name:
+        return ""
+    atoms = [m for m in _SCOPE_ATOM.findall(scope_name)][1:]  # the first atom is the root model
+    return "".join(f"/{a}" for a in atoms if a)
+
+
+def source_of(node: torch._C.Node) -> str:
+    """``file.py:42`` for the innermost user frame the tracer recorded, or ""."""
+    text = node.sourceRange()
+    if not text:
+        return ""
+    first = text.split("\n", 1)[0]
+    match = re.match(r"^(.*)\((\d+)\):", first)
+    return f"{match.group(1)}:{match.group(2)}" if match else first.strip()
+
+
+def iter_nodes(block) -> list:
+    """Every node in ``block`` and its nested blocks."""
+    found = []
+    for node in block.nodes():
+        found.append(node)
+        for sub in node.blocks():
+            found.extend(iter_nodes(sub))
+    return found
+
+
+def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedOp]:
+    missing: dict[str, UnsupportedOp] = {}
+    for node in iter_nodes(jit_graph):
+        kind = node.kind()
+        if registry.is_registered(kind, opset):
+            continue
+        op = missing.get(kind)
+        if op is None:
+            op = missing[kind] = UnsupportedOp(kind, opset, registry.lowest_supporting_opset(kind))
+        op.occurrences.append((scope_path(node.scopeName()), source_of(node)))
+    return list(missing.values())
+
+
+def _jit_tensor_info(jit_value: torch._C.Value):
+    """(dtype, sizes) from a JIT tensor type; either may be None."""
+    jit_type = jit_value.type()
+    if not isinstance(jit_type, torch._C.TensorType):
+        return None, None
+    name = jit_type.scalarType()
+    dtype = dtypes.SCALAR_NAME_TO_TORCH.get(name) if name else None
+    return dtype, jit_type.varyingSizes()
+
+
+class Converter:
+    def __init__(self, captured: Captured, options: ExportOptions):
+        self.captured = captured
+        self.options = options
+        self.graph = Graph()
+        self.env: dict[int, Value] = {}
+        self.ctx = GraphContext(
+            self.graph,
+            options.opset_version,
+            options,
+            training=options.training == TrainingMode.TRAINING,
+            dynamic=bool(options.dynamic_axes),
+            param_names=dict(captured.param_names),
+        )
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def add_inputs(self) -> None:
+        names = self.options.input_names
+        examples = self.captured.example_inputs
+        for k, jit_value in enumerate(self.captured.user_inputs):
+            name = names[k] if k < len(names) else f"input_{k}"
+            dtype, sizes = _jit_tensor_info(jit_value)
+            if examples and k < len(examples) and isinstance(examples[k], torch.Tensor):
+                dtype, sizes = examples[k].dtype, list(examples[k].shape)
+            shape = None if sizes is None else tuple(sizes)
+            shape = _name_dims(shape, self.options.dynamic_axes.get(name), name)
+            self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
+        if self.captured.module is not None:
+            self_value = next(iter(self.captured.graph.inputs()))
+            self.env[self_value.unique()] = Value("self", const=self.captured.module)
+        for jit_value, name, tensor in self.captured.params:
+            self.env[jit_value.unique()] = self.add_param(name, tensor)
+
+    def add_param(self, name: str, tensor: torch.Tensor) -> Value:
+        tensor = tensor.detach()
+        if self.options.export_params:
+            return self.graph.add_initializer(name, tensor, const=True)
+        return self.graph.add_input(name, tensor.dtype, tuple(tensor.shape))
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def check_supported(self) -> None:
+        missing = find_unsupported(self.captured.graph, self.options.opset_version)
+        if missing:
+            raise UnsupportedOperatorError(missing, self.options.opset_version)
+
+    def convert_block(self, block) -> None:
+        for node in block.nodes():
+            self.convert_node(node)
+
+    def convert_node(self, node: torch._C.Node) -> None:
+        ctx = self.ctx
+        kind = node.kind()
+        fn = registry.lookup(kind, ctx.opset)
+        inputs = [self.env[v.unique()] for v in node.inputs()]
+        ctx.original_node = node
+        ctx.scope = scope_path(node.scopeName())
+        ctx.source = source_of(node)
+        attrs = {} if kind.startswith("aten::") else _legacy_attributes(node)
+        try:
+            result = fn(ctx, *inputs, **attrs)
+        except OnnxExporterError as error:
+            raise type(error)(self._context(node, inputs, str(error))) from error
+        except Exception as error:  # a bug or an unexpected input: report it with its place
+            raise SymbolicValueError(self._context(node, inputs, f"{type(error).__name__}: {error}")) from error
+        self.bind_outputs(node, result)
+
+    def _context(self, node, inputs, message: str) -> str:
+        described = ", ".join(_describe(v) for v in inputs)
+        where = f"{self.ctx.scope or '<top>'}" + (f" at {self.ctx.source}" if self.ctx.source else "")
+        return (f"while converting {node.kind()} (opset {self.ctx.opset}) in {where}: {message}\n"
+                f"  inputs: {described}")
+
+    def bind_outputs(self, node: torch._C.Node, result) -> None:
+        outs = list(node.outputs())
+        if result is None:
+            results = []
+        elif isinstance(result, Value):
+            results = [result]
+        elif isinstance(result, (tuple, list)):
+            results = list(result)
+            if len(outs) == 1 and (len(results) != 1 or isinstance(outs[0].type(), torch._C.ListType)):
+                results = [Value("", elements=[_wrap(v) for v in results])]
+        else:
+            results = [Value("", const=result)]
+        if len(results) != len(outs):
+            raise SymbolicValueError(
+                f"the conversion of {node.kind()} returned {len(results)} value(s) for {len(outs)} output(s)"
+            )
+        for jit_out, value in zip(outs, results):
+            value = _wrap(value)
+            self._annotate(value, jit_out)
+            self.env[jit_out.unique()] = value
+
+    def _annotate(self, value: Value, jit_value: torch._C.Value) -> None:
+        """Fill in dtype and shape the trace knows and the shape rules did not derive."""
+        if value.elements is not None or (value.is_const and not isinstance(value.const, torch.Tensor)):
+            return
+        dtype, sizes = _jit_tensor_info(jit_value)
+        if value.dtype is None:
+            value.dtype = dtype
+        if value.shape is None and sizes is not None:
+            if not self.ctx.dynamic and all(isinstance(d, int) for d in sizes):
+                value.shape = tuple(sizes)
+            else:
+                value.shape = (None,) * len(sizes)
+
+    # -- outputs -----------------------------------------------------------------------------
+
+    def add_outputs(self) -> None:
+        ctx, graph = self.ctx, self.graph
+        names = self.options.output_names
+        flat: list[tuple[Value, str]] = []
+        for jit_value in self.captured.graph.outputs():
+            value = self.env[jit_value.unique()]
+            for item in _flatten_output(value):
+                flat.append((item, jit_value.debugName()))
+        if len(names) > len(flat):
+            raise ValueError(f"output_names has {len(names)} names but the model has {len(flat)} outputs")
+        seen: set[int] = set()
+        for k, (value, debug_name) in enumerate(flat):
+            ctx.scope, ctx.source = "", ""
+            value = ctx.materialize(value)
+            if value.producer is None or id(value) in seen or value.producer.op_type == "Constant":
+                value = ctx.op("Identity", value)
+            seen.add(id(value))
+            graph.outputs.append(value)
+            graph.rename(value, names[k] if k < len(names) else debug_name)
+        for value in graph.outputs:
+            value.shape = _name_dims(value.shape, self.options.dynamic_axes.get(value.name), value.name)
+
+    def name_inputs_like_legacy(self) -> None:
+        """Unnamed inputs become ``onnx::<FirstConsumer>_<k>``, as the legacy exporter names them."""
+        given = len(self.options.input_names)
+        consumers = self.graph.consumers()
+        for k, value in enumerate(self.graph.inputs[: len(self.captured.user_inputs)]):
+            if k < given:
+                continue
+            users = consumers.get(id(value))
+            base = f"onnx::{users[0].op_type}_{k}" if users else f"input_{k}"
+            self.graph.rename(value, base)
+
+    def run(self) -> Graph:
+        self.check_supported()
+        self.add_inputs()
+        self.convert_block(self.captured.graph)
+        self.add_outputs()
+        self.name_inputs_like_legacy()
+        return self.graph
+
+
+def _name_dims(shape, axes, name: str):
+    """``shape`` with the dims that dynamic_axes names replaced by their names."""
+    if not axes or shape is None:
+        return shape
+    dims = list(shape)
+    for axis, dim_name in axes.items():
+        if not -len(dims) <= axis < len(dims):
+            raise ValueError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {len(dims)}")
+        dims[axis] = dim_name
+    return tuple(dims)
+
+
+def _flatten_output(value: Value) -> list[Value]:
+    if value.elements is not None:
+        return [item for e in value.elements for item in _flatten_output(e)]
+    if value.is_const and isinstance(value.const, (list, tuple)):
+        return [item for e in value.const for item in _flatten_output(_wrap(e))]
+    return [value]
+
+
+def _wrap(item) -> Value:
+    if isinstance(item, Value):
+        return item
+    if isinstance(item, (list, tuple)):
+        return Value("", elements=[_wrap(e) for e in item])
+    if isinstance(item, torch.Tensor):
+        return Value("", item.dtype, tuple(item.shape), item)
+    return Value("", const=item)
+
+
+def _describe(value: Value) -> str:
+    if value.elements is not None:
+        return "[" + ", ".join(_describe(e) for e in value.elements) + "]"
+    if value.is_const and not isinstance(value.const, torch.Tensor):
+        return repr(value.const)
+    dtype = str(value.dtype).replace("torch.", "") if value.dtype is not None else "?"
+    shape = "?" if value.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in value.shape) + "]"
+    return f"{dtype}{shape}"
+
+
+def _legacy_attributes(node: torch._C.Node) -> dict:
+    """Attributes of non-aten nodes passed as ``name_kind`` keywords, as the legacy exporter does."""
+    attrs = {}
+    for name in node.attributeNames():
+        kind = node.kindOf(name)
+        if name == "value" and node.kind() == "prim::Constant":
+            continue
+        attrs[f"{name}_{kind}"] = node[name]
+    return attrs
+
+
+def convert(captured: Captured, options: ExportOptions) -> tuple[Graph, GraphContext]:
+    converter = Converter(captured, options)
+    graph = converter.run()
+    return graph, converter.ctx

@@ -1,0 +1,196 @@
+"""The graph being built: values, nodes, initializers.
+
+A ``Value`` knows its dtype (a ``torch.dtype``), its shape (a tuple of ints, symbolic dim names
+(str) or None for unknown dims; None when even the rank is unknown), and, when known at export
+time, its constant (``const``): a Python number, list, string, None, torch.Tensor, or any other
+Python object the JIT graph carries (a module, a device). Constants stay Python values until a
+node needs them as a tensor input; then ``GraphContext.materialize`` emits them once.
+
+A value built by ``prim::ListConstruct`` from runtime values keeps them in ``elements``.
+The torch._C.Value calls that legacy custom symbolics make are answered by ``compat.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+
+
+class Value:
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param")
+
+    def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
+        self.name = name
+        self.dtype: torch.dtype | None = dtype
+        self.shape: tuple | None = shape
+        self.const = const
+        self.producer: Node | None = producer
+        self.elements: list[Value] | None = elements
+        self.is_param = False
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not UNKNOWN
+
+    @property
+    def is_none(self) -> bool:
+        return self.const is None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def in_graph(self) -> bool:
+        """True when the value is a graph input, an initializer or a node output."""
+        return self.producer is not None or self.is_param or self._is_graph_input
+
+    _is_graph_input = False
+
+    def __repr__(self) -> str:
+        const = "" if self.const is UNKNOWN else f" const={_short(self.const)}"
+        return f"Value({self.name!r}, {self.dtype}, {self.shape}{const})"
+
+    # The torch._C.Value surface used by legacy custom symbolics lives in compat.py and is
+    # attached below, so this class stays about the graph.
+
+
+def _short(obj) -> str:
+    if isinstance(obj, torch.Tensor):
+        return f"tensor{tuple(obj.shape)}" if obj.numel() > 8 else repr(obj.tolist())
+    text = repr(obj)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+class GraphInput(Value):
+    __slots__ = ()
+    _is_graph_input = True
+
+
+class Node:
+    __slots__ = ("op_type", "domain", "inputs", "outputs", "attrs", "name", "scope", "source")
+
+    def __init__(self, op_type: str, domain: str, inputs, attrs: dict, name: str, scope: str, source: str):
+        self.op_type = op_type
+        self.domain = domain
+        self.inputs: list[Value | None] = list(inputs)
+        self.outputs: list[Value] = []
+        # name -> (attribute kind, value); kinds: i f s t is fs ss ts g
+        self.attrs: dict[str, tuple[str, Any]] = attrs
+        self.name = name
+        self.scope = scope
+        self.source = source
+
+    def attr(self, name: str, default=None):
+        entry = self.attrs.get(name)
+        return default if entry is None else entry[1]
+
+    def __repr__(self) -> str:
+        ins = ", ".join("" if v is None else v.name for v in self.inputs)
+        outs = ", ".join(v.name for v in self.outputs)
+        return f"{outs} = {self.op_type}({ins})"
+
+
+class Namer:
+    """Unique names: the first request gets the name itself, later ones a numeric suffix."""
+
+    def __init__(self):
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        if base not in self._used:
+            self._used.add(base)
+            return base
+        k = self._next.get(base, 1)
+        while f"{base}_{k}" in self._used:
+            k += 1
+        self._next[base] = k + 1
+        name = f"{base}_{k}"
+        self._used.add(name)
+        return name
+
+    def claim(self, name: str) -> bool:
+        """Take ``name`` if free; return whether it was."""
+        if name in self._used:
+            return False
+        self._used.add(name)
+        return True
+
+    def release(self, name: str) -> None:
+        self._used.discard(name)
+
+
+class Graph:
+    def __init__(self):
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.nodes: list[Node] = []
+        # name -> tensor, in first-use order; written once, straight from the tensors.
+        self.initializers: dict[str, torch.Tensor] = {}
+        self.value_names = Namer()
+        self.node_names = Namer()
+
+    def add_input(self, name: str, dtype, shape) -> Value:
+        value = GraphInput(self.value_names.fresh(name), dtype, shape)
+        self.inputs.append(value)
+        return value
+
+    def add_initializer(self, name: str, tensor: torch.Tensor, const=True) -> Value:
+        value = Value(self.value_names.fresh(name), tensor.dtype, tuple(tensor.shape), tensor if const else UNKNOWN)
+        value.is_param = True
+        self.initializers[value.name] = tensor
+        return value
+
+    def add_node(self, op_type: str, domain: str, inputs: Iterable, attrs: dict, n_outputs: int,
+                 scope: str = "", source: str = "") -> Node:
+        node = Node(op_type, domain, inputs, attrs, self.node_names.fresh(f"{scope}/{op_type}"), scope, source)
+        for k in range(n_outputs):
+            node.outputs.append(Value(self.value_names.fresh(f"{node.name}_output_{k}"), producer=node))
+        self.nodes.append(node)
+        return node
+
+    def rename(self, value: Value, name: str) -> None:
+        """Give ``value`` a user-chosen name; a different value holding it is renamed."""
+        if value.name == name:
+            return
+        if not self.value_names.claim(name):
+            holder = self._find(name)
+            if holder is not None:
+                holder.name = self.value_names.fresh(name)
+        self.value_names.release(value.name)
+        if value.is_param:
+            self.initializers[name] = self.initializers.pop(value.name)
+        value.name = name
+        self.value_names.claim(name)
+
+    def _find(self, name: str) -> Value | None:
+        for value in self.inputs:
+            if value.name == name:
+                return value
+        for node in self.nodes:
+            for value in node.outputs:
+                if value.name == name:
+                    return value
+        return None
+
+    def consumers(self) -> dict[int, list[Node]]:
+        """id(value) -> nodes that read it, in graph order."""
+        users: dict[int, list[Node]] = {}
+        for node in self.nodes:
+            for value in node.inputs:
+                if value is not None:
+                    users.setdefault(id(value), []).append(node)
+        return users

@@ -1,0 +1,186 @@
+"""Export options: the public enums and one validation step that runs before any work.
+
+``validate_options`` turns the keyword arguments of ``export`` into a frozen ``ExportOptions`` or
+raises naming the argument and what it accepts. Checks that need the captured graph (how many
+inputs exist, which names they have) happen in ``api.py`` right after capture, still before any
+conversion or writing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping, Sequence
+
+MIN_OPSET = 7
+MAX_OPSET = 26
+# The legacy exporter's default in torch 2.13 (torch.onnx._constants.ONNX_DEFAULT_OPSET).
+DEFAULT_OPSET = 20
+
+
+class TrainingMode(enum.IntEnum):
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    opset_version: int = DEFAULT_OPSET
+    training: TrainingMode = TrainingMode.EVAL
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    # {graph value name: {axis: dim name}}, already normalised from the legacy list form.
+    dynamic_axes: Mapping[str, Mapping[int, str]] = dataclasses.field(default_factory=dict)
+    export_params: bool = True
+    keep_initializers_as_inputs: bool = False
+    do_constant_folding: bool = True
+    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX
+    custom_opsets: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    export_modules_as_functions: bool | frozenset = False
+    autograd_inlining: bool = True
+    verbose: bool = False
+
+
+def _enum_member(value, enum_cls, argument: str):
+    """Accept our members, torch.onnx's members (same names) and nothing else."""
+    if isinstance(value, enum_cls):
+        return value
+    name = getattr(value, "name", None)
+    if type(value).__name__ == enum_cls.__name__ and name in enum_cls.__members__:
+        return enum_cls[name]
+    allowed = ", ".join(f"{enum_cls.__name__}.{m}" for m in enum_cls.__members__)
+    raise TypeError(f"{argument} must be one of {allowed}; got {value!r}")
+
+
+def _check_bool(value, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{argument} must be True or False; got {value!r}")
+    return value
+
+
+def _check_names(value, argument: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{argument} must be a list of strings; got {value!r}")
+    for name in value:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{argument} must hold non-empty strings; got {name!r}")
+    duplicates = sorted({n for n in value if list(value).count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{argument} has duplicate names: {duplicates}")
+    return tuple(value)
+
+
+def check_opset(opset_version, argument: str = "opset_version") -> int:
+    if opset_version is None:
+        return DEFAULT_OPSET
+    if isinstance(opset_version, bool) or not isinstance(opset_version, int):
+        raise TypeError(f"{argument} must be an int from {MIN_OPSET} to {MAX_OPSET}; got {opset_version!r}")
+    if not MIN_OPSET <= opset_version <= MAX_OPSET:
+        raise ValueError(
+            f"{argument}={opset_version} is not supported; choose an opset from "
+            f"{MIN_OPSET} to {MAX_OPSET} (onnxruntime runs all of them)"
+        )
+    return opset_version
+
+
+def _check_dynamic_axes(value) -> dict[str, dict[int, str]]:
+    """Normalise both legacy forms; generated names follow legacy: ``<name>_dynamic_axes_<k>``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"dynamic_axes must be a dict of {{name: {{axis: dim_name}} or [axes]}}; got {value!r}")
+    normalised: dict[str, dict[int, str]] = {}
+    for name, axes in value.items():
+        if not isinstance(name, str):
+            raise TypeError(f"dynamic_axes keys must be input or output names (str); got {name!r}")
+        if isinstance(axes, Mapping):
+            items = list(axes.items())
+        elif isinstance(axes, Sequence) and not isinstance(axes, str):
+            items = [(axis, f"{name}_dynamic_axes_{k}") for k, axis in enumerate(axes, start=1)]
+        else:
+            raise TypeError(f"dynamic_axes[{name!r}] must be a dict {{axis: dim_name}} or a list of axes; got {axes!r}")
+        normalised[name] = {}
+        for axis, dim_name in items:
+            if isinstance(axis, bool) or not isinstance(axis, int):
+                raise TypeError(f"dynamic_axes[{name!r}] axes must be ints; got {axis!r}")
+            if not isinstance(dim_name, str) or not dim_name:
+                raise TypeError(f"dynamic_axes[{name!r}][{axis}] must be a non-empty dim name; got {dim_name!r}")
+            if axis in normalised[name]:
+                raise ValueError(f"dynamic_axes[{name!r}] names axis {axis} twice")
+            normalised[name][axis] = dim_name
+    return normalised
+
+
+def _check_custom_opsets(value) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"custom_opsets must be a dict {{domain: version}}; got {value!r}")
+    for domain, version in value.items():
+        if not isinstance(domain, str) or not domain or domain in ("", "ai.onnx", "onnx"):
+            raise ValueError(f"custom_opsets keys must be custom domain names; got {domain!r}")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"custom_opsets[{domain!r}] must be a positive int; got {version!r}")
+    return dict(value)
+
+
+def validate_options(
+    *,
+    opset_version,
+    training,
+    input_names,
+    output_names,
+    dynamic_axes,
+    export_params,
+    keep_initializers_as_inputs,
+    do_constant_folding,
+    operator_export_type,
+    custom_opsets,
+    export_modules_as_functions,
+    autograd_inlining,
+    verbose,
+) -> ExportOptions:
+    opset = check_opset(opset_version)
+    operator_export_type = _enum_member(operator_export_type, OperatorExportTypes, "operator_export_type")
+    if operator_export_type is not OperatorExportTypes.ONNX:
+        raise NotImplementedError(
+            f"operator_export_type={operator_export_type.name} is not implemented yet; "
+            "use OperatorExportTypes.ONNX"
+        )
+    if keep_initializers_as_inputs is not None:
+        _check_bool(keep_initializers_as_inputs, "keep_initializers_as_inputs")
+    if export_modules_as_functions is not False:
+        if export_modules_as_functions is True or isinstance(export_modules_as_functions, (set, frozenset)):
+            raise NotImplementedError(
+                "export_modules_as_functions is not implemented yet; leave it False"
+            )
+        raise TypeError(
+            f"export_modules_as_functions must be a bool or a set of module classes; got {export_modules_as_functions!r}"
+        )
+    # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input.
+    keep_inits = True if opset < 9 else bool(keep_initializers_as_inputs)
+    return ExportOptions(
+        opset_version=opset,
+        training=_enum_member(training, TrainingMode, "training"),
+        input_names=_check_names(input_names, "input_names"),
+        output_names=_check_names(output_names, "output_names"),
+        dynamic_axes=_check_dynamic_axes(dynamic_axes),
+        export_params=_check_bool(export_params, "export_params"),
+        keep_initializers_as_inputs=keep_inits,
+        do_constant_folding=_check_bool(do_constant_folding, "do_constant_folding"),
+        operator_export_type=operator_export_type,
+        custom_opsets=_check_custom_opsets(custom_opsets),
+        export_modules_as_functions=False,
+        autograd_inlining=_check_bool(autograd_inlining, "autograd_inlining"),
+        verbose=_check_bool(verbose, "verbose"),
+    )

@@ -1,0 +1,34 @@
+"""Public access to the symbolic registry: custom symbolics and per-opset introspection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from symbolic import registry
+
+from .options import check_opset
+
+
+def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:
+    """Use ``symbolic_fn`` for ``symbolic_name`` ("ns::op"; "::op" means "aten::op") from
+    ``opset_version`` on; it wins over the built-in conversion."""
+    if isinstance(symbolic_name, str) and symbolic_name.startswith("::"):
+        symbolic_name = "aten" + symbolic_name
+    registry.check_name(symbolic_name)
+    if symbolic_name.split("::", 1)[0] == "onnx":
+        raise ValueError(f"symbolic_name {symbolic_name!r}: the 'onnx' namespace is reserved; use your own domain")
+    if not callable(symbolic_fn):
+        raise TypeError(f"symbolic_fn must be callable; got {type(symbolic_fn).__name__}")
+    registry.register_custom(symbolic_name, symbolic_fn, check_opset(opset_version))
+
+
+def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
+    if isinstance(symbolic_name, str) and symbolic_name.startswith("::"):
+        symbolic_name = "aten" + symbolic_name
+    registry.check_name(symbolic_name)
+    registry.unregister_custom(symbolic_name, check_opset(opset_version))
+
+
+def supported_ops(opset_version: int) -> list[str]:
+    """Every ``ns::op`` that converts at ``opset_version`` ("aten::conv2d", ...)."""
+    return registry.registered_names(check_opset(opset_version))

@@ -1,0 +1,561 @@
+"""Output dtype and shape of ONNX nodes: one table of rules keyed by op type.
+
+``infer(node)`` fills in what the rules know and leaves the rest None. Dims are ints, symbolic
+names (str) or None (unknown). Rules never guess: a dim they cannot derive is None, so a symbolic
+asking ``is_static`` gets an honest answer. ``GraphContext.op`` applies them; the optimizer may too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from . import dtypes
+from .ir import Node, Value
+
+Dim = int | str | None
+
+
+def broadcast(*shapes) -> tuple | None:
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    out: list[Dim] = []
+    for axis in range(rank):
+        dims = [s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0]
+        out.append(_broadcast_dims(dims))
+    return tuple(out)
+
+
+def _broadcast_dims(dims) -> Dim:
+    known = [d for d in dims if d != 1]
+    if not known:
+        return 1
+    ints = {d for d in known if isinstance(d, int)}
+    if ints:
+        return ints.pop() if len(ints) == 1 else None
+    if None in known:
+        return None
+    names = set(known)
+    return names.pop() if len(names) == 1 else None
+
+
+def _normalize_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _const_ints(value: Value | None):
+    if value is None or not value.is_const:
+        return None
+    const = value.const
+    if isinstance(const, torch.Tensor):
+        return [int(v) for v in const.reshape(-1).tolist()]
+    if isinstance(const, (list, tuple)):
+        return [int(v) for v in const]
+    return [int(const)]
+
+
+def _set(node: Node, k: int, dtype, shape) -> None:
+    out = node.outputs[k]
+    if out.dtype is None:
+        out.dtype = dtype
+    if out.shape is None and shape is not None:
+        out.shape = tuple(shape)
+
+
+def _input(node: Node, k: int) -> Value | None:
+    return node.inputs[k] if k < len(node.inputs) else None
+
+
+def _same_as_input(node: Node) -> None:
+    x = node.inputs[0]
+    _set(node, 0, x.dtype, x.shape)
+
+
+def _elementwise(node: Node) -> None:
+    values = [v for v in node.inputs if v is not None]
+    _set(node, 0, values[0].dtype, broadcast(*(v.shape for v in values)))
+
+
+def _comparison(node: Node) -> None:
+    _set(node, 0, torch.bool, broadcast(node.inputs[0].shape, node.inputs[1].shape))
+
+
+def _where(node: Node) -> None:
+    _set(node, 0, node.inputs[1].dtype, broadcast(*(v.shape for v in node.inputs)))
+
+
+def _cast(node: Node) -> None:
+    _set(node, 0, dtypes.ONNX_TO_TORCH.get(node.attr("to")), node.inputs[0].shape)
+
+
+def _cast_like(node: Node) -> None:
+    _set(node, 0, node.inputs[1].dtype, node.inputs[0].shape)
+
+
+def _constant(node: Node) -> None:
+    tensor = node.attr("value")
+    if isinstance(tensor, torch.Tensor):
+        _set(node, 0, tensor.dtype, tuple(tensor.shape))
+
+
+def _shape(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, torch.int64, None)
+        return
+    rank = len(x.shape)
+    start = _normalize_axis(node.attr("start", 0), rank)
+    end = node.attr("end")
+    end = rank if end is None else _normalize_axis(end, rank)
+    _set(node, 0, torch.int64, (max(0, min(end, rank) - max(start, 0)),))
+
+
+def _size(node: Node) -> None:
+    _set(node, 0, torch.int64, ())
+
+
+def _reshape(node: Node) -> None:
+    x, target = node.inputs[0], _const_ints(node.inputs[1])
+    if target is None:
+        length = node.inputs[1].shape
+        rank = length[0] if length and isinstance(length[0], int) else None
+        _set(node, 0, x.dtype, None if rank is None else (None,) * rank)
+        return
+    allowzero = node.attr("allowzero", 0)
+    dims: list[Dim] = []
+    for i, d in enumerate(target):
+        if d == 0 and not allowzero:
+            dims.append(x.shape[i] if x.shape is not None and i < len(x.shape) else None)
+        else:
+            dims.append(d)
+    if -1 in dims:
+        known = [d for d in dims if d != -1]
+        total = _numel(x.shape)
+        rest = _numel(known)
+        dims[dims.index(-1)] = total // rest if isinstance(total, int) and isinstance(rest, int) and rest else None
+    _set(node, 0, x.dtype, dims)
+
+
+def _numel(shape):
+    if shape is None or any(not isinstance(d, int) for d in shape):
+        return None
+    return math.prod(shape)
+
+
+def _transpose(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    perm = node.attr("perm") or list(reversed(range(len(x.shape))))
+    _set(node, 0, x.dtype, [x.shape[p] for p in perm])
+
+
+def _flatten(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    axis = _normalize_axis(node.attr("axis", 1), len(x.shape))
+    _set(node, 0, x.dtype, (_numel(x.shape[:axis]), _numel(x.shape[axis:])))
+
+
+def _axes(node: Node, attr_opset_limit: int):
+    """Axes from the attribute (older opsets) or the second input (newer ones)."""
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1:
+        axes = _const_ints(node.inputs[1])
+    return axes
+
+
+def _unsqueeze(node: Node) -> None:
+    x, axes = node.inputs[0], _axes(node, 13)
+    if x.shape is None or axes is None:
+        _set(node, 0, x.dtype, None)
+        return
+    rank = len(x.shape) + len(axes)
+    axes = sorted(_normalize_axis(a, rank) for a in axes)
+    dims = list(x.shape)
+    for a in axes:
+        dims.insert(a, 1)
+    _set(node, 0, x.dtype, dims)
+
+
+def _squeeze(node: Node) -> None:
+    x, axes = node.inputs[0], _axes(node, 13)
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    if axes is None:
+        if any(not isinstance(d, int) for d in x.shape):
+            _set(node, 0, x.dtype, None)
+            return
+        _set(node, 0, x.dtype, [d for d in x.shape if d != 1])
+        return
+    drop = {_normalize_axis(a, len(x.shape)) for a in axes}
+    _set(node, 0, x.dtype, [d for i, d in enumerate(x.shape) if i not in drop])
+
+
+def _concat(node: Node) -> None:
+    values = [v for v in node.inputs if v is not None]
+    shapes = [v.shape for v in values]
+    if any(s is None for s in shapes):
+        _set(node, 0, values[0].dtype, None)
+        return
+    axis = _normalize_axis(node.attr("axis"), len(shapes[0]))
+    dims = list(shapes[0])
+    sizes = [s[axis] for s in shapes]
+    dims[axis] = sum(sizes) if all(isinstance(d, int) for d in sizes) else None
+    for i in range(len(dims)):
+        if i != axis:
+            dims[i] = _broadcast_dims([s[i] for s in shapes]) if all(s[i] is not None for s in shapes) else dims[i]
+    _set(node, 0, values[0].dtype, dims)
+
+
+def _gather(node: Node) -> None:
+    x, indices = node.inputs
+    if x.shape is None or indices.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    axis = _normalize_axis(node.attr("axis", 0), len(x.shape))
+    _set(node, 0, x.dtype, list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1:]))
+
+
+def _matmul(node: Node) -> None:
+    a, b = node.inputs[:2]
+    if a.shape is None or b.shape is None:
+        _set(node, 0, a.dtype, None)
+        return
+    sa, sb = list(a.shape), list(b.shape)
+    if len(sa) == 1 and len(sb) == 1:
+        _set(node, 0, a.dtype, ())
+        return
+    squeeze_front = len(sa) == 1
+    squeeze_back = len(sb) == 1
+    if squeeze_front:
+        sa = [1] + sa
+    if squeeze_back:
+        sb = sb + [1]
+    batch = broadcast(tuple(sa[:-2]), tuple(sb[:-2]))
+    dims = list(batch) + [sa[-2], sb[-1]]
+    if squeeze_front:
+        dims.pop(-2)
+    if squeeze_back:
+        dims.pop(-1)
+    _set(node, 0, a.dtype, dims)
+
+
+def _gemm(node: Node) -> None:
+    a, b = node.inputs[:2]
+    if a.shape is None or b.shape is None:
+        _set(node, 0, a.dtype, None)
+        return
+    rows = a.shape[1] if node.attr("transA", 0) else a.shape[0]
+    cols = b.shape[0] if node.attr("transB", 0) else b.shape[1]
+    _set(node, 0, a.dtype, (rows, cols))
+
+
+def _window_dims(node: Node, spatial, kernel, out_channels=None) -> list[Dim]:
+    strides = node.attr("strides") or [1] * len(kernel)
+    dilations = node.attr("dilations") or [1] * len(kernel)
+    pads = node.attr("pads") or [0] * (2 * len(kernel))
+    ceil = node.attr("ceil_mode", 0)
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    dims: list[Dim] = []
+    for i, size in enumerate(spatial):
+        if not isinstance(size, int):
+            dims.append(None)
+            continue
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            dims.append(-(-size // strides[i]))
+            continue
+        effective = dilations[i] * (kernel[i] - 1) + 1
+        span = size + pads[i] + pads[i + len(kernel)] - effective
+        out = (-(-span // strides[i]) if ceil else span // strides[i]) + 1
+        if ceil and (out - 1) * strides[i] >= size + pads[i]:
+            out -= 1
+        dims.append(out)
+    return dims
+
+
+def _conv(node: Node) -> None:
+    x, w = node.inputs[:2]
+    if x.shape is None or w.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    kernel = node.attr("kernel_shape") or list(w.shape[2:])
+    _set(node, 0, x.dtype, [x.shape[0], w.shape[0]] + _window_dims(node, x.shape[2:], kernel))
+
+
+def _conv_transpose(node: Node) -> None:
+    x, w = node.inputs[:2]
+    if x.shape is None or w.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    kernel = node.attr("kernel_shape") or list(w.shape[2:])
+    n = len(kernel)
+    strides = node.attr("strides") or [1] * n
+    dilations = node.attr("dilations") or [1] * n
+    pads = node.attr("pads") or [0] * (2 * n)
+    extra = node.attr("output_padding") or [0] * n
+    output_shape = node.attr("output_shape")
+    group = node.attr("group", 1)
+    channels = w.shape[1] * group if isinstance(w.shape[1], int) else None
+    dims: list[Dim] = []
+    for i, size in enumerate(x.shape[2:]):
+        if output_shape is not None:
+            dims.append(output_shape[i])
+        elif isinstance(size, int):
+            dims.append(strides[i] * (size - 1) + extra[i] + (kernel[i] - 1) * dilations[i] + 1 - pads[i] - pads[i + n])
+        else:
+            dims.append(None)
+    _set(node, 0, x.dtype, [x.shape[0], channels] + dims)
+
+
+def _pool(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    shape = list(x.shape[:2]) + _window_dims(node, x.shape[2:], node.attr("kernel_shape"))
+    _set(node, 0, x.dtype, shape)
+    if len(node.outputs) > 1:
+        _set(node, 1, torch.int64, shape)
+
+
+def _global_pool(node: Node) -> None:
+    x = node.inputs[0]
+    _set(node, 0, x.dtype, None if x.shape is None else list(x.shape[:2]) + [1] * (len(x.shape) - 2))
+
+
+def _reduce(node: Node) -> None:
+    x = node.inputs[0]
+    axes = _axes(node, 18)
+    keepdims = node.attr("keepdims", 1)
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    if axes is None:
+        if len(node.inputs) > 1 and node.inputs[1] is not None:  # runtime axes
+            _set(node, 0, x.dtype, None)
+            return
+        if node.attr("noop_with_empty_axes", 0):
+            _set(node, 0, x.dtype, x.shape)
+            return
+        axes = list(range(len(x.shape)))
+    drop = {_normalize_axis(a, len(x.shape)) for a in axes}
+    if keepdims:
+        dims = [1 if i in drop else d for i, d in enumerate(x.shape)]
+    else:
+        dims = [d for i, d in enumerate(x.shape) if i not in drop]
+    _set(node, 0, x.dtype, dims)
+
+
+def _arg_reduce(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, torch.int64, None)
+        return
+    axis = _normalize_axis(node.attr("axis", 0), len(x.shape))
+    keepdims = node.attr("keepdims", 1)
+    dims = [1 if i == axis else d for i, d in enumerate(x.shape)] if keepdims else \
+        [d for i, d in enumerate(x.shape) if i != axis]
+    _set(node, 0, torch.int64, dims)
+
+
+def _batch_norm(node: Node) -> None:
+    _same_as_input(node)
+    for k in range(1, len(node.outputs)):
+        scale = node.inputs[1]
+        _set(node, k, scale.dtype, scale.shape)
+
+
+def _depth_to_space(node: Node) -> None:
+    x, b = node.inputs[0], node.attr("blocksize")
+    if x.shape is None or len(x.shape) != 4:
+        _set(node, 0, x.dtype, None)
+        return
+    n, c, h, w = x.shape
+    scale = lambda d, f: d * f if isinstance(d, int) else None  # noqa: E731
+    channels = c // (b * b) if isinstance(c, int) else None
+    _set(node, 0, x.dtype, (n, channels, scale(h, b), scale(w, b)))
+
+
+def _space_to_depth(node: Node) -> None:
+    x, b = node.inputs[0], node.attr("blocksize")
+    if x.shape is None or len(x.shape) != 4:
+        _set(node, 0, x.dtype, None)
+        return
+    n, c, h, w = x.shape
+    shrink = lambda d: d // b if isinstance(d, int) else None  # noqa: E731
+    _set(node, 0, x.dtype, (n, c * b * b if isinstance(c, int) else None, shrink(h), shrink(w)))
+
+
+def _slice(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    if node.attr("starts") is not None:  # opset < 10: attributes
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    else:
+        starts, ends = _const_ints(_input(node, 1)), _const_ints(_input(node, 2))
+        axes, steps = _const_ints(_input(node, 3)), _const_ints(_input(node, 4))
+    if starts is None or ends is None or (len(node.inputs) > 3 and node.inputs[3] is not None and axes is None) \
+            or (len(node.inputs) > 4 and node.inputs[4] is not None and steps is None):
+        _set(node, 0, x.dtype, (None,) * len(x.shape))
+        return
+    axes = axes if axes is not None else list(range(len(starts)))
+    steps = steps if steps is not None else [1] * len(starts)
+    dims = list(x.shape)
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = _normalize_axis(axis, len(dims))
+        size = dims[axis]
+        if not isinstance(size, int):
+            dims[axis] = None
+            continue
+        dims[axis] = len(range(*slice(start, end, step).indices(size)))
+    _set(node, 0, x.dtype, dims)
+
+
+def _split(node: Node) -> None:
+    x = node.inputs[0]
+    if x.shape is None:
+        return
+    axis = _normalize_axis(node.attr("axis", 0), len(x.shape))
+    sizes = node.attr("split")
+    if sizes is None and len(node.inputs) > 1:
+        sizes = _const_ints(node.inputs[1])
+    if sizes is None and isinstance(x.shape[axis], int):
+        n = len(node.outputs)
+        chunk = -(-x.shape[axis] // n)
+        sizes = [min(chunk, x.shape[axis] - k * chunk) for k in range(n)]
+    for k, out in enumerate(node.outputs):
+        dims = list(x.shape)
+        dims[axis] = sizes[k] if sizes is not None else None
+        _set(node, k, x.dtype, dims)
+
+
+def _expand(node: Node) -> None:
+    x, target = node.inputs[0], _const_ints(node.inputs[1])
+    if x.shape is None or target is None:
+        _set(node, 0, x.dtype, None)
+        return
+    _set(node, 0, x.dtype, broadcast(x.shape, tuple(target)))
+
+
+def _tile(node: Node) -> None:
+    x, repeats = node.inputs[0], _const_ints(node.inputs[1])
+    if x.shape is None or repeats is None:
+        _set(node, 0, x.dtype, None if x.shape is None else (None,) * len(x.shape))
+        return
+    _set(node, 0, x.dtype, [d * r if isinstance(d, int) else None for d, r in zip(x.shape, repeats)])
+
+
+def _constant_of_shape(node: Node) -> None:
+    value = node.attr("value")
+    dtype = value.dtype if isinstance(value, torch.Tensor) else torch.float32
+    _set(node, 0, dtype, _const_ints(node.inputs[0]))
+
+
+def _range(node: Node) -> None:
+    _set(node, 0, node.inputs[0].dtype, (None,))
+
+
+def _topk(node: Node) -> None:
+    x = node.inputs[0]
+    k = _const_ints(node.inputs[1]) if len(node.inputs) > 1 else [node.attr("k")]
+    if x.shape is None:
+        return
+    axis = _normalize_axis(node.attr("axis", -1), len(x.shape))
+    dims = list(x.shape)
+    dims[axis] = k[0] if k else None
+    _set(node, 0, x.dtype, dims)
+    _set(node, 1, torch.int64, dims)
+
+
+def _pad(node: Node) -> None:
+    x = node.inputs[0]
+    pads = node.attr("pads")
+    if pads is None and len(node.inputs) > 1:
+        pads = _const_ints(node.inputs[1])
+    if x.shape is None or pads is None or (len(node.inputs) > 3 and node.inputs[3] is not None):
+        _set(node, 0, x.dtype, None if x.shape is None else (None,) * len(x.shape))
+        return
+    n = len(x.shape)
+    _set(node, 0, x.dtype, [d + pads[i] + pads[i + n] if isinstance(d, int) else None for i, d in enumerate(x.shape)])
+
+
+def _fixed(dtype):
+    return lambda node: _set(node, 0, dtype, node.inputs[0].shape)
+
+
+UNARY_SAME = (
+    "Abs Neg Reciprocal Sqrt Exp Log Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Erf Sigmoid "
+    "Tanh Relu LeakyRelu Elu Selu Celu Softplus Softsign HardSigmoid HardSwish ThresholdedRelu Floor Ceil "
+    "Round Sign Identity Dropout Softmax LogSoftmax Hardmax Clip PRelu Gelu Mish Not BitwiseNot "
+    "LRN InstanceNormalization LayerNormalization GroupNormalization MeanVarianceNormalization CumSum "
+    "Trilu LpNormalization Shrink Det"
+).split()
+BINARY_BROADCAST = "Add Sub Mul Div Pow Max Min Mean Sum Mod BitShift And Or Xor BitwiseAnd BitwiseOr BitwiseXor".split()
+COMPARISONS = "Equal Less LessOrEqual Greater GreaterOrEqual".split()
+REDUCTIONS = (
+    "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp "
+    "ReduceSumSquare"
+).split()
+
+SHAPE_RULES: dict[str, Callable[[Node], None]] = {
+    **{op: _same_as_input for op in UNARY_SAME},
+    **{op: _elementwise for op in BINARY_BROADCAST},
+    **{op: _comparison for op in COMPARISONS},
+    **{op: _reduce for op in REDUCTIONS},
+    "IsNaN": _fixed(torch.bool),
+    "IsInf": _fixed(torch.bool),
+    "Where": _where,
+    "Cast": _cast,
+    "CastLike": _cast_like,
+    "Constant": _constant,
+    "Shape": _shape,
+    "Size": _size,
+    "Reshape": _reshape,
+    "Transpose": _transpose,
+    "Flatten": _flatten,
+    "Unsqueeze": _unsqueeze,
+    "Squeeze": _squeeze,
+    "Concat": _concat,
+    "Gather": _gather,
+    "MatMul": _matmul,
+    "Gemm": _gemm,
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "LpPool": _pool,
+    "GlobalAveragePool": _global_pool,
+    "GlobalMaxPool": _global_pool,
+    "ArgMax": _arg_reduce,
+    "ArgMin": _arg_reduce,
+    "BatchNormalization": _batch_norm,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _space_to_depth,
+    "Slice": _slice,
+    "Split": _split,
+    "Expand": _expand,
+    "Tile": _tile,
+    "ConstantOfShape": _constant_of_shape,
+    "Range": _range,
+    "TopK": _topk,
+    "Pad": _pad,
+}
+
+
+def infer(node: Node) -> None:
+    rule = SHAPE_RULES.get(node.op_type) if node.domain == "" else None
+    if rule is None:
+        return
+    if any(v is not None and v.shape is None and v.dtype is None for v in node.inputs[:1]):
+        return
+    rule(node)
