@@ -168,7 +168,10 @@ def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: i
             sh.value_error("pooling with dilation needs opset 10 or higher (pass opset_version=10)")
         attrs["dilations_i"] = dilation
     if ceil_mode:
-        pads = ceil_mode_pads(input, kernel, stride, pads, dilation)
+        if sh.static_sizes(input) is None and g.opset >= 10:
+            attrs["ceil_mode_i"] = 1
+        else:
+            pads = ceil_mode_pads(input, kernel, stride, pads, dilation)
     attrs["pads_i"] = pads
     return attrs
 

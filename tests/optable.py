@@ -1,0 +1,110 @@
+"""The op case table: each Case runs against eager PyTorch through onnxruntime.
+
+A case runs at the opsets where its lowering changes (``opsets``), plus the lowest opset it
+supports (``min_opset``) and 26, under tracing. ``xfail`` marks known gaps with a required reason,
+so an unexpected pass forces a cleanup. ``other_inputs`` rerun a dynamic export at other sizes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import pytest
+import torch
+
+from torchscript_onnx import MAX_OPSET, MIN_OPSET, UnsupportedOperatorError, export
+from torchscript_onnx.verify import verify
+
+
+class Fn(torch.nn.Module):
+    """Wrap a function as a module so every case exports the same way."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    model: Callable  # a function of the inputs, or an nn.Module
+    inputs: Callable[[], tuple]  # fresh example inputs (a function, so tables stay cheap to build)
+    min_opset: int = MIN_OPSET
+    opsets: Sequence[int] = ()  # where the lowering changes
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    export_options: dict = dataclasses.field(default_factory=dict)
+    other_inputs: Callable[[], list[tuple]] | None = None
+    xfails: dict = dataclasses.field(default_factory=dict)  # opset -> reason
+    check_values: bool = True  # False for random ops: shape and dtype only
+
+    def xfail(self, opsets, reason: str) -> "Case":
+        if not reason:
+            raise ValueError("xfail needs a reason")
+        for opset in opsets:
+            self.xfails[opset] = reason
+        return self
+
+    def module(self) -> torch.nn.Module:
+        model = self.model if isinstance(self.model, torch.nn.Module) else Fn(self.model)
+        return model.eval()
+
+    def test_opsets(self) -> list[int]:
+        return sorted({self.min_opset, MAX_OPSET, *[o for o in self.opsets if o >= self.min_opset]})
+
+
+def params(cases: Sequence[Case]) -> list:
+    """pytest parameters (case, opset), with xfail marks where the case says so."""
+    out = []
+    for case in cases:
+        for opset in case.test_opsets():
+            marks = [pytest.mark.xfail(reason=case.xfails[opset], strict=True)] if opset in case.xfails else []
+            out.append(pytest.param(case, opset, id=f"{case.name}-opset{opset}", marks=marks))
+    return out
+
+
+def below_min_params(cases: Sequence[Case]) -> list:
+    """(case, opset) one below each case's lowest opset, for the 'clear error' check."""
+    return [pytest.param(case, case.min_opset - 1, id=f"{case.name}-opset{case.min_opset - 1}")
+            for case in cases if case.min_opset > MIN_OPSET]
+
+
+def run_case(case: Case, opset: int) -> None:
+    torch.manual_seed(0)
+    inputs = case.inputs()
+    others = case.other_inputs() if case.other_inputs else []
+    model = case.module()
+    if case.check_values:
+        verify(model, inputs, opset_version=opset, rtol=case.rtol, atol=case.atol, other_inputs=others,
+               **case.export_options)
+        return
+    check_shapes_and_dtypes(model, inputs, opset, case.export_options)
+
+
+def check_shapes_and_dtypes(model, inputs: tuple, opset: int, options: dict) -> None:
+    import io
+
+    from torchscript_onnx.verify import check, flatten_inputs, flatten_outputs, run_onnxruntime
+
+    buffer = io.BytesIO()
+    export(model, inputs, buffer, opset_version=opset, **options)
+    check(buffer.getvalue())
+    with torch.no_grad():
+        expected = flatten_outputs(model(*inputs))
+    actual = run_onnxruntime(buffer.getvalue(), flatten_inputs(inputs))
+    assert [tuple(t.shape) for t in expected] == [a.shape for a in actual]
+    assert [t.numpy().dtype for t in expected] == [a.dtype for a in actual]
+
+
+def run_below_min(case: Case, opset: int) -> None:
+    """Below its lowest opset a case fails with a clear error naming that opset."""
+    import io
+
+    with pytest.raises(Exception) as info:
+        export(case.module(), case.inputs(), io.BytesIO(), opset_version=opset, **case.export_options)
+    assert isinstance(info.value, (UnsupportedOperatorError,)) or "opset" in str(info.value)
+    assert str(case.min_opset) in str(info.value)
