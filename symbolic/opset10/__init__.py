@@ -1,0 +1,1 @@
+"""Opset 10 conversions by topic; ``symbolic.symbolic_opset10`` re-exports them."""

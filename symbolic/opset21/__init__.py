@@ -1,0 +1,1 @@
+"""Opset 21 conversions by topic; ``symbolic.symbolic_opset21`` re-exports them."""

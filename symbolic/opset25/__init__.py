@@ -1,0 +1,1 @@
+"""Opset 25 conversions by topic; ``symbolic.symbolic_opset25`` re-exports them."""
