@@ -10,3 +10,4 @@ from .opset9.math import *  # noqa: F401,F403
 from .opset9.nn import *  # noqa: F401,F403
 from .opset9.prim import *  # noqa: F401,F403
 from .opset9.tensor import *  # noqa: F401,F403
+from .opset9.control import *  # noqa: F401,F403

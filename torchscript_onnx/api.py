@@ -126,9 +126,16 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, options)
     _check_dynamic_axes(graph, options)
-    optimize(graph)
+    optimize(graph, training=_exports_training(model, options.training),
+             initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
     model_proto = _model_proto(graph, ctx, options)
     return Exported(graph, model_proto, options)
+
+
+def _exports_training(model, mode: TrainingMode) -> bool:
+    if mode == TrainingMode.PRESERVE:
+        return isinstance(model, torch.nn.Module) and model.training
+    return mode == TrainingMode.TRAINING
 
 
 def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions) -> onnx.ModelProto:

@@ -38,6 +38,32 @@ class GraphContext:
     # id(tensor) -> state_dict key, for parameters reached through attributes (scripted modules)
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)
     _params: dict[int, Value] = dataclasses.field(default_factory=dict)
+    # Set inside If/Loop bodies: the context of the enclosing graph.
+    parent: GraphContext | None = None
+    # Converts a JIT block into a subgraph: (block, input values) -> (Graph, output values).
+    block_converter: Any = None
+    block_inliner: Any = None
+    # Constants materialised in this subgraph (outer values must not point into a subgraph).
+    _local: dict[int, Value] = dataclasses.field(default_factory=dict)
+
+    @property
+    def root(self) -> GraphContext:
+        ctx = self
+        while ctx.parent is not None:
+            ctx = ctx.parent
+        return ctx
+
+    def subgraph_context(self, graph: Graph) -> GraphContext:
+        """A context that emits into ``graph``, a body nested in this context's graph."""
+        return dataclasses.replace(self, graph=graph, parent=self, _local={})
+
+    def convert_block(self, block, inputs: list[Value]):
+        """Convert a JIT block into a subgraph with ``inputs``; returns (Graph, block outputs)."""
+        return self.block_converter(self, block, inputs)
+
+    def inline_block(self, block) -> list[Value]:
+        """Convert a JIT block's nodes into this graph; returns the block's output values."""
+        return self.block_inliner(self, block)
 
     # legacy spelling
     @property
@@ -67,7 +93,7 @@ class GraphContext:
         value = self._params.get(id(tensor))
         if value is None:
             name = self.param_names.get(id(tensor), "param")
-            value = self._params[id(tensor)] = self.graph.add_initializer(name, tensor.detach())
+            value = self._params[id(tensor)] = self.root.graph.add_initializer(name, tensor.detach())
         return value
 
     def output_dtype(self, k: int = 0) -> torch.dtype | None:
@@ -90,6 +116,8 @@ class GraphContext:
             raise TypeError(f"expected a graph value as node input, got {type(value).__name__}: {value!r}")
         if value.in_graph:
             return value
+        if self.parent is not None:
+            return self._materialize_local(value)
         if value.elements is not None:
             return self._list_to_tensor(value)
         if not value.is_const or value.const is None:
@@ -110,6 +138,28 @@ class GraphContext:
         if not isinstance(value.const, torch.Tensor):
             value.const = tensor
         return value
+
+    def _materialize_local(self, value: Value) -> Value:
+        """In a subgraph, constants get a fresh local node (large ones a root initializer), so the
+        shared value never points into a scope the outer graph cannot see."""
+        local = self._local.get(id(value))
+        if local is not None:
+            return local
+        if value.elements is not None:
+            copy = Value("", elements=value.elements)
+            local = self._list_to_tensor(copy)
+        elif not value.is_const or value.const is None:
+            raise TypeError(f"{value!r} has no graph representation")
+        else:
+            tensor = as_tensor(value.const, None)
+            if tensor.numel() > MAX_CONSTANT_NODE_ELEMENTS:
+                local = self.root.materialize(value)
+            else:
+                local = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope,
+                                            self.source).outputs[0]
+                local.dtype, local.shape, local.const = tensor.dtype, tuple(tensor.shape), tensor
+        self._local[id(value)] = local
+        return local
 
     def _list_to_tensor(self, value: Value) -> Value:
         """A list of int scalars (some known only at runtime) as one 1-D int64 tensor."""

@@ -87,6 +87,8 @@ class Converter:
             training=options.training == TrainingMode.TRAINING,
             dynamic=bool(options.dynamic_axes),
             param_names=dict(captured.param_names),
+            block_converter=self.convert_subgraph,
+            block_inliner=self.inline_block,
         )
 
     # -- inputs ------------------------------------------------------------------------------
@@ -124,6 +126,42 @@ class Converter:
     def convert_block(self, block) -> None:
         for node in block.nodes():
             self.convert_node(node)
+
+    def inline_block(self, ctx: GraphContext, block) -> list[Value]:
+        """Convert a block's nodes into ``ctx``'s own graph (the taken branch of a constant If)."""
+        outer, self.ctx = self.ctx, ctx
+        saved = (ctx.original_node, ctx.scope, ctx.source)
+        try:
+            self.convert_block(block)
+        finally:
+            self.ctx = outer
+            ctx.original_node, ctx.scope, ctx.source = saved
+        return [self.env[v.unique()] for v in block.outputs()]
+
+    def convert_subgraph(self, ctx: GraphContext, block, inputs: list[Value]) -> tuple[Graph, list[Value]]:
+        """Convert a JIT block (an If branch, a Loop body) into a subgraph nested in ``ctx``'s graph.
+
+        ``inputs`` type the block's inputs. Every block output is produced inside the subgraph
+        (an Identity where the block returns an outer value), as ONNX bodies require.
+        """
+        graph = Graph(parent=ctx.graph)
+        sub = ctx.subgraph_context(graph)
+        for jit_input, value in zip(block.inputs(), inputs):
+            name = jit_input.debugName().split(".")[0] if not jit_input.debugName().isdigit() else "in"
+            self.env[jit_input.unique()] = graph.add_input(f"{ctx.scope}/{name}", value.dtype, value.shape)
+        outer, self.ctx = self.ctx, sub
+        try:
+            self.convert_block(block)
+            outputs = []
+            for jit_output in block.outputs():
+                value = sub.materialize(self.env[jit_output.unique()])
+                if value.producer is None or value.producer not in graph.nodes or value in graph.outputs:
+                    value = sub.op("Identity", value)
+                outputs.append(value)
+        finally:
+            self.ctx = outer
+        graph.outputs = outputs
+        return graph, outputs
 
     def convert_node(self, node: torch._C.Node) -> None:
         ctx = self.ctx
@@ -273,7 +311,9 @@ def _legacy_attributes(node: torch._C.Node) -> dict:
         kind = node.kindOf(name)
         if name == "value" and node.kind() == "prim::Constant":
             continue
-        attrs[f"{name}_{kind}"] = node[name]
+        reader = getattr(node, kind, None)
+        if reader is not None and kind not in ("g", "gs"):
+            attrs[f"{name}_{kind}"] = reader(name)
     return attrs
 
 

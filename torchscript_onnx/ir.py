@@ -134,14 +134,18 @@ class Namer:
 
 
 class Graph:
-    def __init__(self):
+    """A graph or, with ``parent`` set, an If/Loop body that shares its names with the outer graph."""
+
+    def __init__(self, parent: Graph | None = None):
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.nodes: list[Node] = []
         # name -> tensor, in first-use order; written once, straight from the tensors.
+        # Bodies keep none: their large constants live in the outermost graph.
         self.initializers: dict[str, torch.Tensor] = {}
-        self.value_names = Namer()
-        self.node_names = Namer()
+        self.parent = parent
+        self.value_names = parent.value_names if parent is not None else Namer()
+        self.node_names = parent.node_names if parent is not None else Namer()
 
     def add_input(self, name: str, dtype, shape) -> Value:
         value = GraphInput(self.value_names.fresh(name), dtype, shape)
