@@ -11,3 +11,5 @@ from .opset9.nn import *  # noqa: F401,F403
 from .opset9.prim import *  # noqa: F401,F403
 from .opset9.tensor import *  # noqa: F401,F403
 from .opset9.control import *  # noqa: F401,F403
+from .opset9.rnn import *  # noqa: F401,F403
+from .opset9.embedding import *  # noqa: F401,F403

@@ -20,6 +20,7 @@ from onnx import helper
 
 from . import dtypes
 from .ir import Graph, Value
+from .lazy import LazyTensor
 
 PRODUCER_NAME = "torchscript-onnx"
 # The lowest IR version that knows each opset (onnx.helper.VERSION_TABLE); onnxruntime accepts it.
@@ -75,6 +76,8 @@ def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
 
 def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     """The tensor's little-endian bytes without a copy when it is contiguous on the CPU."""
+    if isinstance(tensor, LazyTensor):  # whole; initializers stream theirs in chunks instead
+        tensor = tensor.materialize()
     tensor = tensor.detach()
     if tensor.is_quantized:
         tensor = tensor.int_repr()
@@ -139,14 +142,22 @@ def model_proto_without_weights(graph: Graph, opset: int, custom_domains: dict[s
     return model
 
 
-def _initializer_chunks(graph: Graph) -> Iterator[tuple[bytes, memoryview]]:
-    """(field header, raw bytes) per initializer; header + raw = one GraphProto.initializer field."""
+def _initializer_chunks(graph: Graph) -> Iterator[tuple[bytes, Iterator[memoryview]]]:
+    """(field header, raw byte pieces) per initializer; together one GraphProto.initializer field.
+
+    A lazy tensor's pieces are computed one row block at a time, each freed once written.
+    """
     for name, tensor in graph.initializers.items():
         header = onnx.TensorProto(name=name, data_type=dtypes.to_onnx(tensor.dtype),
                                   dims=list(tensor.shape)).SerializeToString()
-        raw = _tensor_bytes(tensor)
-        body_len = len(header) + len(_key(_TENSOR_RAW_DATA)) + len(_varint(raw.nbytes)) + raw.nbytes
-        yield _key(_GRAPH_INITIALIZER) + _varint(body_len) + header + _key(_TENSOR_RAW_DATA) + _varint(raw.nbytes), raw
+        if isinstance(tensor, LazyTensor):
+            nbytes = tensor.numel() * tensor.element_size()
+            pieces = (_tensor_bytes(rows) for rows in tensor.chunks())
+        else:
+            raw = _tensor_bytes(tensor)
+            nbytes, pieces = raw.nbytes, iter((raw,))
+        body_len = len(header) + len(_key(_TENSOR_RAW_DATA)) + len(_varint(nbytes)) + nbytes
+        yield _key(_GRAPH_INITIALIZER) + _varint(body_len) + header + _key(_TENSOR_RAW_DATA) + _varint(nbytes), pieces
 
 
 def _initializer_field_sizes(graph: Graph) -> int:
@@ -169,9 +180,10 @@ def write_model(model: onnx.ModelProto, graph: Graph, stream) -> None:
     stream.write(rest.SerializeToString())
     stream.write(_key(_MODEL_GRAPH) + _varint(len(graph_bytes) + _initializer_field_sizes(graph)))
     stream.write(graph_bytes)
-    for header, raw in _initializer_chunks(graph):
+    for header, pieces in _initializer_chunks(graph):
         stream.write(header)
-        stream.write(raw)
+        for raw in pieces:
+            stream.write(raw)
 
 
 def to_bytes(model: onnx.ModelProto, graph: Graph) -> bytes:

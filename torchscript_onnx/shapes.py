@@ -477,6 +477,22 @@ def _topk(node: Node) -> None:
     _set(node, 1, torch.int64, dims)
 
 
+def _recurrent(node: Node) -> None:
+    """RNN, GRU, LSTM (layout 0): Y (seq, dirs, batch, hidden); Y_h, Y_c (dirs, batch, hidden)."""
+    x = node.inputs[0]
+    dirs = 2 if node.attr("direction") == "bidirectional" else 1
+    hidden = node.attr("hidden_size")
+    seq, batch = (x.shape[0], x.shape[1]) if x.shape is not None and len(x.shape) == 3 else (None, None)
+    _set(node, 0, x.dtype, (seq, dirs, batch, hidden))
+    for k in range(1, len(node.outputs)):
+        _set(node, k, x.dtype, (dirs, batch, hidden))
+
+
+def _non_zero(node: Node) -> None:
+    x = node.inputs[0]
+    _set(node, 0, torch.int64, None if x.shape is None else (len(x.shape), None))
+
+
 def _pad(node: Node) -> None:
     x = node.inputs[0]
     pads = node.attr("pads")
@@ -549,6 +565,10 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "Range": _range,
     "TopK": _topk,
     "Pad": _pad,
+    "RNN": _recurrent,
+    "GRU": _recurrent,
+    "LSTM": _recurrent,
+    "NonZero": _non_zero,
 }
 
 
