@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import torch
 
+from .prepare_inplace import remove_inplace_views
+
 
 def prepare(graph: torch._C.Graph) -> torch._C.Graph:
     torch._C._jit_pass_inline(graph)
     torch._C._jit_pass_lower_all_tuples(graph)
+    remove_inplace_views(graph)  # x[1:3] = y -> slice_scatter; see prepare_inplace.py
     torch._C._jit_pass_dce(graph)
     return graph

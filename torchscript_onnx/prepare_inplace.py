@@ -1,0 +1,199 @@
+"""Writes into views become functional: ``x[1:3] = y`` → ``x' = slice_scatter(x, y, 0, 1, 3)``.
+
+Why a JIT-graph pass and not the symbolics: the tracer threads in-place ops on a tensor itself
+(``x.add_(1)`` returns the value later uses read), but a write into a *view* (``aten::copy_`` into
+``aten::slice``, ``aten::fill_`` into ``aten::select``, ``index_put_`` into a transpose) leaves every
+later use of the base, and of the other views of it, reading the stale value. Fixing that needs to
+see the whole graph (which values alias which, which uses come after the write); a symbolic sees one
+node. ``torch._C._jit_pass_remove_mutation`` does not help: it keeps writes into views and in-place
+ops on aliased values as they are (tests/ops/test_indexing.py checks this), so we do it here:
+
+1. Every value made by a view op (slice, select, transpose, view, ...) is recorded with the node
+   that made it and its parent.
+2. At an in-place op on a view, the view's new value (the op's output; the registry maps
+   ``add_`` to ``add`` and ``copy_`` to ``copy``) is scattered back level by level with the
+   functional inverse of each view op (``slice_scatter``, ``select_scatter``, ``diagonal_scatter``,
+   a reshape back to the parent's size, the inverse permutation) up to the base.
+3. Later uses of the base read the new base; views of the base that are read later are made again
+   from the new base, so aliases see the write as in eager PyTorch.
+
+Only the top-level block is rewritten (traces are flat). Writes into views this pass cannot invert
+(expand, as_strided, the pieces of split/chunk/unbind) raise a clear error instead of exporting a
+model that silently ignores the write.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .errors import SymbolicValueError
+
+# view op -> how the new value of the view goes back into its parent
+_RESHAPE_BACK = {"aten::view", "aten::reshape", "aten::unsqueeze", "aten::squeeze", "aten::flatten",
+                 "aten::unflatten", "aten::view_as", "aten::reshape_as", "aten::_reshape_alias"}
+_SELF_INVERSE = {"aten::t", "aten::numpy_T", "aten::mT", "aten::mH", "aten::adjoint"}
+_SAME = {"aten::alias", "aten::detach"}
+VIEW_OPS = (_RESHAPE_BACK | _SELF_INVERSE | _SAME
+            | {"aten::slice", "aten::select", "aten::narrow", "aten::diagonal", "aten::transpose",
+               "aten::swapaxes", "aten::swapdims", "aten::permute", "aten::movedim", "aten::moveaxis"})
+# Views whose writes cannot be turned back into a write into the base.
+UNINVERTIBLE_VIEWS = {"aten::expand", "aten::expand_as", "aten::broadcast_to", "aten::as_strided",
+                      "aten::unfold", "aten::split", "aten::split_with_sizes", "aten::chunk",
+                      "aten::unbind", "aten::tensor_split", "aten::unsafe_split", "aten::unsafe_chunk",
+                      "prim::ConstantChunk", "aten::view_as_real", "aten::view_as_complex"}
+
+
+def is_inplace(node: torch._C.Node) -> bool:
+    kind = node.kind()
+    return (kind.startswith("aten::") and kind.endswith("_") and not kind.endswith("__")
+            and node.inputsSize() > 0 and isinstance(node.inputsAt(0).type(), torch._C.TensorType))
+
+
+def remove_inplace_views(graph: torch._C.Graph) -> bool:
+    """Rewrite writes into views in the top-level block; return whether anything changed."""
+    return _Rewriter(graph).run()
+
+
+class _Rewriter:
+    def __init__(self, graph: torch._C.Graph):
+        self.graph = graph
+        self.views: dict[torch._C.Value, tuple[torch._C.Node, torch._C.Value]] = {}
+        self.uninvertible: dict[torch._C.Value, str] = {}
+        self.changed = False
+
+    def run(self) -> bool:
+        for node in list(self.graph.nodes()):
+            kind = node.kind()
+            if kind in VIEW_OPS and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
+                self.views[node.output()] = (node, node.inputsAt(0))
+            elif kind in UNINVERTIBLE_VIEWS:
+                for out in node.outputs():
+                    self.uninvertible[out] = kind
+            elif kind == "prim::ListUnpack" and node.inputsAt(0) in self.uninvertible:
+                for out in node.outputs():
+                    self.uninvertible[out] = self.uninvertible[node.inputsAt(0)]
+            elif is_inplace(node):
+                self.rewrite_write(node)
+        return self.changed
+
+    def root_of(self, value):
+        while value in self.views:
+            value = self.views[value][1]
+        return value
+
+    def rewrite_write(self, node: torch._C.Node) -> None:
+        target = node.inputsAt(0)
+        if target in self.uninvertible:
+            raise SymbolicValueError(
+                f"{node.kind()} writes into a view made by {self.uninvertible[target]}, which cannot be "
+                f"exported as a write into its base; write into the base tensor instead"
+                f" ({_source(node)})")
+        root = self.root_of(target)
+        if target is root and not any(self.root_of(v) is root for v in self.views):
+            return  # a write into a tensor nobody views: the trace already threads it
+        self.changed = True
+        anchor = node
+        new = node.output()
+        value = target
+        while value in self.views:
+            template, parent = self.views[value]
+            new = self.scatter_back(template, parent, new, anchor)
+            anchor = new.node()
+            value = parent
+        if target is not root:
+            self.views[node.output()] = self.views[target]
+        root.replaceAllUsesAfterNodeWith(anchor, new)
+        self.refresh(root, new, anchor)
+
+    def refresh(self, root, new_root, anchor) -> None:
+        """Views of ``root`` read after ``anchor`` are made again from ``new_root``."""
+        stale = [v for v in self.views if self.root_of(v) is root]
+        needed = set()
+        for v in reversed(stale):
+            if v in needed or _used_after(v, anchor):
+                needed.add(v)
+                needed.add(self.views[v][1])
+        remap = {root: new_root}
+        for v in stale:
+            template, parent = self.views.pop(v)
+            if v not in needed:
+                continue
+            clone = self.graph.createClone(template, lambda x: x)
+            clone.replaceInput(0, remap[parent])
+            clone.insertAfter(anchor)
+            anchor = clone
+            out = clone.output()
+            out.setType(v.type())
+            v.replaceAllUsesAfterNodeWith(anchor, out)
+            remap[v] = out
+            self.views[out] = (template, remap[parent])
+
+    def scatter_back(self, template, parent, new, anchor):
+        """The parent's new value once its view ``template`` holds ``new``; inserted after ``anchor``."""
+        kind = template.kind()
+        args = list(template.inputs())[1:]
+        emit = _Emitter(self.graph, anchor)
+        if kind == "aten::slice":
+            out = emit("aten::slice_scatter", [parent, new] + args)
+        elif kind == "aten::narrow":
+            dim, start, length = (_const(v, template) for v in args)
+            out = emit("aten::slice_scatter", [parent, new] + emit.consts(dim, start, start + length, 1))
+        elif kind == "aten::select":
+            out = emit("aten::select_scatter", [parent, new] + args)
+        elif kind == "aten::diagonal":
+            out = emit("aten::diagonal_scatter", [parent, new] + args)
+        elif kind in ("aten::transpose", "aten::swapaxes", "aten::swapdims"):
+            out = emit("aten::transpose", [new] + args)
+        elif kind == "aten::permute":
+            dims = _const(args[0], template)
+            rank = len(dims)
+            inverse = sorted(range(rank), key=lambda k: dims[k] % rank)
+            out = emit("aten::permute", [new] + emit.consts(inverse))
+        elif kind in ("aten::movedim", "aten::moveaxis"):
+            out = emit("aten::movedim", [new, args[1], args[0]])
+        elif kind in _SELF_INVERSE:
+            out = emit(kind, [new])
+        elif kind in _SAME:
+            return new
+        else:  # shape-only views
+            size = emit("aten::size", [parent], torch._C.ListType.ofInts())
+            out = emit("aten::reshape", [new, size])
+        out.setType(parent.type())
+        return out
+
+
+class _Emitter:
+    """Creates nodes one after another, starting right after ``anchor``."""
+
+    def __init__(self, graph, anchor):
+        self.graph, self.anchor = graph, anchor
+
+    def consts(self, *values):
+        with self.graph.insert_point_guard(self.anchor):
+            return [self.graph.insertConstant(v) for v in values]
+
+    def __call__(self, kind, inputs, out_type=None):
+        node = self.graph.create(kind, inputs, 1)
+        node.insertAfter(self.anchor)
+        node.copyMetadata(self.anchor)
+        self.anchor = node
+        if out_type is not None:
+            node.output().setType(out_type)
+        return node.output()
+
+
+def _used_after(value, anchor) -> bool:
+    return any(use.user.isAfter(anchor) for use in value.uses())
+
+
+def _const(value, node):
+    ivalue = value.toIValue()
+    if ivalue is None:
+        raise SymbolicValueError(f"{node.kind()} with arguments known only at runtime cannot be written "
+                                 f"into ({_source(node)})")
+    return ivalue
+
+
+def _source(node) -> str:
+    text = node.sourceRange()
+    return text.split("\n", 1)[0].strip() if text else node.kind()
