@@ -8,6 +8,7 @@ before a byte is written.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from collections.abc import Mapping
 
@@ -46,13 +47,18 @@ class Exported:
 
 
 def _check_model(model) -> None:
+    if isinstance(model, torch.nn.DataParallel):
+        raise ValueError(
+            "model is a torch.nn.DataParallel wrapper, which ONNX cannot express; export model.module instead"
+        )
     if isinstance(model, (torch.nn.Module, torch.jit.ScriptFunction)):
         return
     if callable(model) and not isinstance(model, type):
         return
     raise TypeError(
-        f"model must be a torch.nn.Module, a torch.jit.ScriptModule/ScriptFunction or a function; "
-        f"got {type(model).__name__}"
+        "model must be a torch.nn.Module, a torch.jit.ScriptModule (e.g. from torch.jit.trace), a "
+        f"torch.jit.ScriptFunction or a plain function; got {type(model).__name__}"
+        + (" (a class: pass an instance)" if isinstance(model, type) else "")
     )
 
 
@@ -61,19 +67,46 @@ def _check_f(f) -> None:
         return
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
         if not path:
             raise ValueError("f must be a file path or a binary file-like object; got an empty path")
         if os.path.isdir(path):
-            raise IsADirectoryError(f"f={path!r} is a directory; give a file path such as {os.path.join(path, 'model.onnx')!r}")
+            raise IsADirectoryError(
+                f"f={path!r} is a directory; give a file path such as {os.path.join(path, 'model.onnx')!r}"
+            )
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"f={path!r}: the folder {folder!r} does not exist")
         return
     if callable(getattr(f, "write", None)):
-        if isinstance(f, (onnx.ModelProto,)) or "b" not in getattr(f, "mode", "b"):
-            raise TypeError("f must be opened in binary mode ('wb'), e.g. io.BytesIO()")
+        if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
+            raise TypeError("f must be a binary file-like object (opened with 'wb', or io.BytesIO()); got a text stream")
         return
-    raise TypeError(f"f must be a str or os.PathLike path, or a binary file-like object; got {type(f).__name__}")
+    raise TypeError(
+        f"f must be None, a str or os.PathLike path, or a binary file-like object; got {type(f).__name__}"
+    )
+
+
+_LEAF_TYPES = (torch.Tensor, bool, int, float, str, type(None), torch.device, torch.dtype)
+
+
+def _check_arg_tree(value, where: str) -> None:
+    """Every leaf of ``args``/``kwargs`` must be something tracing accepts."""
+    if isinstance(value, _LEAF_TYPES):
+        return
+    if isinstance(value, (tuple, list)):
+        for k, item in enumerate(value):
+            _check_arg_tree(item, f"{where}[{k}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_arg_tree(item, f"{where}[{key!r}]")
+        return
+    raise TypeError(
+        f"{where} is a {type(value).__name__}; args may hold tensors, Python numbers and bools, None, "
+        "strings, and tuples, lists and dicts of these"
+    )
 
 
 def _check_args(args, kwargs) -> None:
@@ -83,11 +116,13 @@ def _check_args(args, kwargs) -> None:
         bad = [k for k in kwargs if not isinstance(k, str)]
         if bad:
             raise TypeError(f"kwargs keys must be argument names (str); got {bad!r}")
-    if not isinstance(args, (tuple, list, torch.Tensor, int, float, bool, dict)):
+        _check_arg_tree(dict(kwargs), "kwargs")
+    if not isinstance(args, (tuple, list, Mapping, torch.Tensor, int, float, bool)):
         raise TypeError(
-            f"args must be a tensor or a tuple of arguments (tensors, numbers, lists, tuples, dicts); "
-            f"got {type(args).__name__}"
+            f"args must be a tensor or a tuple of arguments (tensors, numbers, lists, tuples, dicts; "
+            f"a trailing dict holds keyword arguments); got {type(args).__name__}"
         )
+    _check_arg_tree(args, "args")
 
 
 def _check_against_graph(captured, options: ExportOptions) -> None:
@@ -116,7 +151,10 @@ def _check_dynamic_axes(graph: Graph, options: ExportOptions) -> None:
 
 
 def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
-    """Capture and convert ``model`` without writing anything; ``export`` saves the result."""
+    """Capture and convert ``model`` without writing anything; ``export`` saves the result.
+
+    ``option_kwargs`` are ``export``'s options (all of them, by keyword).
+    """
     options = validate_options(**option_kwargs)
     _check_model(model)
     _check_args(args, kwargs)
@@ -124,12 +162,28 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     captured = capture_mod.capture(model, args, options.training)
     prepare(captured.graph)
     _check_against_graph(captured, options)
-    graph, ctx = convert(captured, options)
+    graph, ctx = convert(captured, _conversion_options(model, options))
     _check_dynamic_axes(graph, options)
     optimize(graph, training=_exports_training(model, options.training),
              initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
+    _drop_unused_weight_inputs(graph, len(captured.user_inputs))
     model_proto = _model_proto(graph, ctx, options)
     return Exported(graph, model_proto, options)
+
+
+def _conversion_options(model, options: ExportOptions) -> ExportOptions:
+    """PRESERVE converts as TRAINING when the model is in training mode, else as EVAL (legacy)."""
+    if options.training != TrainingMode.PRESERVE:
+        return options
+    training = TrainingMode.TRAINING if getattr(model, "training", False) else TrainingMode.EVAL
+    return dataclasses.replace(options, training=training)
+
+
+def _drop_unused_weight_inputs(graph: Graph, n_user_inputs: int) -> None:
+    """With ``export_params=False`` weights are graph inputs; drop those nothing reads (as legacy
+    drops unused parameters), so users only feed what the model needs."""
+    used = set(graph.consumers()) | {id(v) for v in graph.outputs}
+    graph.inputs = graph.inputs[:n_user_inputs] + [v for v in graph.inputs[n_user_inputs:] if id(v) in used]
 
 
 def _exports_training(model, mode: TrainingMode) -> bool:
@@ -168,10 +222,46 @@ def export(
     export_modules_as_functions=False,
     autograd_inlining: bool = True,
 ):
-    """Export ``model`` to ONNX, like ``torch.onnx.export(..., dynamo=False)``.
+    """Export ``model`` to ONNX, like the legacy TorchScript exporter (``dynamo=False``).
 
-    ``f`` is a path (written atomically) or a binary file-like object. With ``f=None`` nothing is
-    written and the ``onnx.ModelProto`` is returned instead.
+    Args:
+        model: an ``nn.Module`` or a plain function (traced), or a ``torch.jit.ScriptModule`` /
+            ``ScriptFunction`` (from ``torch.jit.script`` or ``torch.jit.trace``).
+        args: the example inputs: a tensor, or a tuple of arguments (tensors, Python numbers and
+            bools, and tuples/lists/dicts of them, flattened depth first into graph inputs). A
+            trailing dict in the tuple holds keyword arguments; any other non-tuple (a list too)
+            is one positional argument. Python numbers used by the model become graph inputs.
+        f: a ``str``/``os.PathLike`` path, written atomically (a temporary file in the same
+            folder renamed over the target only when complete: a failed export leaves no file
+            and never overwrites an existing one), or a binary file-like object (``io.BytesIO``).
+            With ``f=None`` nothing is written and the ``onnx.ModelProto`` is returned.
+        kwargs: keyword arguments of the model, appended to ``args`` as the trailing dict.
+        export_params: store the weights as initializers; with False they become graph inputs.
+        verbose: print the exported graph as readable text with module scopes.
+        training: ``TrainingMode.EVAL`` (default), ``TRAINING`` or ``PRESERVE`` (also
+            torch.onnx's members). The model's training flags are restored afterwards.
+        input_names, output_names: names of the flattened graph inputs/outputs, in order; a
+            shorter list names a prefix, a longer one is an error.
+        operator_export_type: only ``OperatorExportTypes.ONNX`` is implemented.
+        opset_version: the ONNX opset, 7 to 26; default 20 (``DEFAULT_OPSET``, the legacy default).
+        do_constant_folding: fold constant subgraphs.
+        dynamic_axes: ``{name: {axis: dim_name}}`` or ``{name: [axes]}`` for names given in
+            input_names/output_names.
+        keep_initializers_as_inputs: also list the initializers as graph inputs; None (default)
+            means False. Opsets 7 and 8 (IR version 3) always list them.
+        custom_opsets: ``{domain: version}`` for custom domains the symbolics emit.
+        export_modules_as_functions: only False is implemented.
+        autograd_inlining: accepted for compatibility.
+
+    Returns:
+        None, or the ``onnx.ModelProto`` when ``f`` is None.
+
+    Raises:
+        TypeError, ValueError: an argument is invalid (the message names it); raised before any work.
+        NotImplementedError: an option value that is not implemented yet.
+        UnsupportedOperatorError: operators without a conversion at the opset (all of them at once).
+        SymbolicValueError: a conversion could not handle one of its values.
+        Errors are raised before anything is written.
     """
     _check_f(f)
     exported = build(
@@ -191,17 +281,23 @@ def export(
     return None
 
 
+_PRETTY_DEFAULTS = dict(
+    export_params=True, verbose=False, training=TrainingMode.EVAL, input_names=None, output_names=None,
+    operator_export_type=OperatorExportTypes.ONNX, opset_version=None, do_constant_folding=True,
+    dynamic_axes=None, keep_initializers_as_inputs=None, custom_opsets=None,
+    export_modules_as_functions=False, autograd_inlining=True,
+)
+
+
 def export_to_pretty_string(model, args=(), *, kwargs=None, **options) -> str:
-    """The exported graph as readable text with module scopes (weights listed, not printed)."""
-    options.setdefault("opset_version", None)
-    defaults = dict(
-        training=TrainingMode.EVAL, input_names=None, output_names=None, dynamic_axes=None,
-        export_params=True, keep_initializers_as_inputs=None, do_constant_folding=True,
-        operator_export_type=OperatorExportTypes.ONNX, custom_opsets=None,
-        export_modules_as_functions=False, autograd_inlining=True, verbose=False,
-    )
-    unknown = set(options) - set(defaults) - {"opset_version"}
+    """The exported graph as readable text with module scopes (weights listed, not printed).
+
+    Takes ``export``'s options by keyword; nothing is written.
+    """
+    unknown = sorted(set(options) - set(_PRETTY_DEFAULTS))
     if unknown:
-        raise TypeError(f"export_to_pretty_string got unexpected option(s): {sorted(unknown)}")
-    exported = build(model, args, kwargs=kwargs, **{**defaults, **options})
+        raise TypeError(
+            f"export_to_pretty_string got unexpected option(s) {unknown}; it takes: {sorted(_PRETTY_DEFAULTS)}"
+        )
+    exported = build(model, args, kwargs=kwargs, **{**_PRETTY_DEFAULTS, **options})
     return graph_text(exported.graph, exported.options.opset_version)

@@ -39,8 +39,15 @@ class Captured:
 
 
 @contextlib.contextmanager
-def select_model_mode_for_export(model, mode: TrainingMode) -> Iterator[None]:
-    """Put ``model`` in the mode export wants; restore every submodule's flag afterwards."""
+def select_model_mode_for_export(model, mode) -> Iterator[None]:
+    """Put ``model`` in the mode export wants; restore every submodule's flag afterwards.
+
+    ``mode`` is a ``TrainingMode`` (ours or torch's member of the same name). PRESERVE leaves
+    the flags as they are.
+    """
+    from .options import _enum_member
+
+    mode = _enum_member(mode, TrainingMode, "mode")
     if not isinstance(model, torch.nn.Module) or mode == TrainingMode.PRESERVE:
         yield
         return
@@ -54,24 +61,33 @@ def select_model_mode_for_export(model, mode: TrainingMode) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _buffers_preserved(model) -> Iterator[None]:
-    """Forward passes in training mode update running stats; put them back."""
-    if not isinstance(model, torch.nn.Module) or not any(m.training for m in model.modules()):
+def _state_preserved(model) -> Iterator[None]:
+    """Put back what a forward pass may change: buffers (running stats in training mode, counters,
+    reassigned caches) and the parameters' ``requires_grad``. Only buffers that changed are restored."""
+    if not isinstance(model, torch.nn.Module):
         yield
         return
-    saved = [(b, b.detach().clone()) for b in model.buffers()]
+    buffers = [(m, name, b, b._version, b.detach().clone())
+               for m in model.modules() for name, b in m._buffers.items() if b is not None]
+    grads = [(p, p.requires_grad) for p in model.parameters()]
     try:
         yield
     finally:
         with torch.no_grad():
-            for buffer, copy in saved:
-                buffer.copy_(copy)
+            for module, name, buffer, version, copy in buffers:
+                if module._buffers.get(name) is not buffer:
+                    module._buffers[name] = buffer
+                if buffer._version != version:
+                    buffer.copy_(copy)
+        for param, requires_grad in grads:
+            if param.requires_grad != requires_grad:
+                param.requires_grad_(requires_grad)
 
 
 @contextlib.contextmanager
 def _export_flags(model) -> Iterator[None]:
-    """Our flag, torch's "in ONNX export" flag (so ``torch.onnx.is_in_onnx_export()`` agrees),
-    and the module map that gives traced nodes their scope names."""
+    """Our flag, torch's own "in ONNX export" flag (so torch's ``is_in_onnx_export()`` agrees inside
+    forward), and the module map that gives traced nodes their scope names."""
     global _in_export
     torch_globals = _torch_export_globals()
     previous_torch = torch_globals.in_onnx_export if torch_globals is not None else None
@@ -93,7 +109,8 @@ def _export_flags(model) -> Iterator[None]:
 
 
 def _torch_export_globals():
-    try:  # the one allowed touch of torch.onnx: its in_onnx_export flag
+    # The one allowed touch of torch's exporter: the GLOBALS object holding its in_onnx_export flag.
+    try:
         return importlib.import_module("torch.onnx._internal.torchscript_exporter._globals").GLOBALS  # in_onnx_export
     except (ImportError, AttributeError):
         return None
@@ -110,9 +127,9 @@ def _unqualified(name: str) -> str:
 def normalize_args(model, args, kwargs) -> tuple:
     """The legacy input rule: a trailing dict holds keyword arguments; missing ones take their
     defaults, so the traced positional list matches the forward signature."""
-    if isinstance(args, torch.Tensor) or not isinstance(args, (tuple, list)):
+    # As in the legacy exporter, anything but a tuple is one positional argument (a list too).
+    if not isinstance(args, tuple):
         args = (args,)
-    args = tuple(args)
     if kwargs:
         args = args + (dict(kwargs),)
     if not args or not isinstance(args[-1], dict):
@@ -140,7 +157,7 @@ def normalize_args(model, args, kwargs) -> tuple:
 
 
 def capture(model, args: tuple, training: TrainingMode) -> Captured:
-    with select_model_mode_for_export(model, training), _buffers_preserved(model), _export_flags(model), \
+    with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
             torch.no_grad():
         if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
             return _capture_script(model, args)

@@ -23,7 +23,66 @@ class UnsupportedOperatorError(OnnxExporterError):
 
 
 class SymbolicValueError(OnnxExporterError):
-    """A conversion could not handle one of its values (wrong kind, dtype, shape or non-constant)."""
+    """A conversion could not handle one of its values (wrong kind, dtype, shape or non-constant).
+
+    Symbolics raise it with a short message and, optionally, the offending value
+    (``SymbolicValueError("rank must be known", x)``, the legacy signature). The converter adds
+    where it happened with ``in_context``. Attributes: ``message``, ``value``, ``node`` (the JIT
+    op, e.g. "aten::gelu"), ``opset``, ``scope`` (module path), ``source`` ("file.py:42") and
+    ``inputs`` (the node's inputs described with dtype and shape).
+    """
+
+    def __init__(self, message: str, value=None):
+        self.message = str(message)
+        self.value = value
+        self.node: str | None = None
+        self.opset: int | None = None
+        self.scope = ""
+        self.source = ""
+        self.inputs: list[str] = []
+        super().__init__(self._text())
+
+    def in_context(self, node: str, opset: int, scope: str, source: str, inputs: list[str]) -> "SymbolicValueError":
+        """This error with the place it happened (once: an error already placed is returned as is)."""
+        if self.node is None:
+            self.node, self.opset, self.scope, self.source, self.inputs = node, opset, scope, source, list(inputs)
+            self.args = (self._text(),)
+        return self
+
+    def _text(self) -> str:
+        text = self.message
+        if self.value is not None:
+            text += f"\n  value: {describe_value(self.value)}"
+        if self.node is None:
+            return text
+        where = (self.scope or "<top>") + (f" at {self.source}" if self.source else "")
+        text = f"while converting {self.node} (opset {self.opset}) in {where}: {text}"
+        if self.inputs:
+            text += "\n  inputs: " + ", ".join(self.inputs)
+        return text
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else self.message
+
+
+def describe_value(value) -> str:
+    """``%x: float32[2, 3]`` for a graph value, ``%x: Float(2, 3)`` for a JIT value, else repr."""
+    dtype = getattr(value, "dtype", None)
+    if hasattr(value, "shape") and hasattr(value, "const") and hasattr(value, "name"):
+        elements = getattr(value, "elements", None)
+        if elements is not None:
+            return "[" + ", ".join(describe_value(e) for e in elements) + "]"
+        const = getattr(value, "const")
+        if getattr(value, "is_const", False) and not hasattr(const, "shape"):
+            return f"constant {const!r}"
+        name = f"%{value.name}: " if value.name else ""
+        dtype_text = str(dtype).replace("torch.", "") if dtype is not None else "unknown dtype"
+        shape = value.shape
+        shape_text = "[rank unknown]" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        return f"{name}{dtype_text}{shape_text}"
+    if hasattr(value, "debugName") and hasattr(value, "type"):
+        return f"%{value.debugName()}: {value.type()}"
+    return repr(value)
 
 
 class CheckerError(OnnxExporterError):

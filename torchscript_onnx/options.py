@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import numbers
 from collections.abc import Mapping, Sequence
 
 MIN_OPSET = 7
@@ -49,15 +50,18 @@ class ExportOptions:
     verbose: bool = False
 
 
+def _allowed(enum_cls) -> str:
+    return ", ".join(f"{enum_cls.__name__}.{m}" for m in enum_cls.__members__)
+
+
 def _enum_member(value, enum_cls, argument: str):
-    """Accept our members, torch.onnx's members (same names) and nothing else."""
+    """Accept our members and torch.onnx's members of the same name (``torch.onnx.TrainingMode.EVAL``)."""
     if isinstance(value, enum_cls):
         return value
     name = getattr(value, "name", None)
-    if type(value).__name__ == enum_cls.__name__ and name in enum_cls.__members__:
+    if type(value).__name__ == enum_cls.__name__ and isinstance(name, str) and name in enum_cls.__members__:
         return enum_cls[name]
-    allowed = ", ".join(f"{enum_cls.__name__}.{m}" for m in enum_cls.__members__)
-    raise TypeError(f"{argument} must be one of {allowed}; got {value!r}")
+    raise TypeError(f"{argument} must be one of {_allowed(enum_cls)}; got {value!r}")
 
 
 def _check_bool(value, argument: str) -> bool:
@@ -69,22 +73,23 @@ def _check_bool(value, argument: str) -> bool:
 def _check_names(value, argument: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{argument} must be a list of strings; got {value!r}")
     for name in value:
         if not isinstance(name, str) or not name:
             raise TypeError(f"{argument} must hold non-empty strings; got {name!r}")
     duplicates = sorted({n for n in value if list(value).count(n) > 1})
     if duplicates:
-        raise ValueError(f"{argument} has duplicate names: {duplicates}")
+        raise ValueError(f"{argument} has duplicate names: {duplicates}; every graph input and output needs its own")
     return tuple(value)
 
 
 def check_opset(opset_version, argument: str = "opset_version") -> int:
     if opset_version is None:
         return DEFAULT_OPSET
-    if isinstance(opset_version, bool) or not isinstance(opset_version, int):
+    if isinstance(opset_version, bool) or not isinstance(opset_version, numbers.Integral):
         raise TypeError(f"{argument} must be an int from {MIN_OPSET} to {MAX_OPSET}; got {opset_version!r}")
+    opset_version = int(opset_version)
     if not MIN_OPSET <= opset_version <= MAX_OPSET:
         raise ValueError(
             f"{argument}={opset_version} is not supported; choose an opset from "
@@ -93,28 +98,41 @@ def check_opset(opset_version, argument: str = "opset_version") -> int:
     return opset_version
 
 
-def _check_dynamic_axes(value) -> dict[str, dict[int, str]]:
-    """Normalise both legacy forms; generated names follow legacy: ``<name>_dynamic_axes_<k>``."""
+def _check_dynamic_axes(value, input_names, output_names) -> dict[str, dict[int, str]]:
+    """Normalise both legacy forms; generated names follow legacy: ``<name>_dynamic_axes_<k>``.
+
+    Keys must be names given in ``input_names`` or ``output_names`` (the legacy exporter only
+    warned and then ignored such keys for inputs; here it is an error, before any work).
+    """
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"dynamic_axes must be a dict of {{name: {{axis: dim_name}} or [axes]}}; got {value!r}")
+        raise TypeError(f"dynamic_axes must be a dict {{name: {{axis: dim_name}} or [axes]}}; got {value!r}")
+    named = set(input_names) | set(output_names)
     normalised: dict[str, dict[int, str]] = {}
     for name, axes in value.items():
         if not isinstance(name, str):
             raise TypeError(f"dynamic_axes keys must be input or output names (str); got {name!r}")
+        if name not in named:
+            known = ", ".join(repr(n) for n in sorted(named)) or "none given"
+            raise ValueError(
+                f"dynamic_axes names {name!r}, which is in neither input_names nor output_names "
+                f"(names given: {known}); name the inputs and outputs with input_names/output_names"
+            )
         if isinstance(axes, Mapping):
             items = list(axes.items())
-        elif isinstance(axes, Sequence) and not isinstance(axes, str):
+        elif isinstance(axes, Sequence) and not isinstance(axes, (str, bytes)):
             items = [(axis, f"{name}_dynamic_axes_{k}") for k, axis in enumerate(axes, start=1)]
         else:
-            raise TypeError(f"dynamic_axes[{name!r}] must be a dict {{axis: dim_name}} or a list of axes; got {axes!r}")
+            raise TypeError(
+                f"dynamic_axes[{name!r}] must be a dict {{axis: dim_name}} or a list of axes; got {axes!r}"
+            )
         normalised[name] = {}
         for axis, dim_name in items:
             if isinstance(axis, bool) or not isinstance(axis, int):
                 raise TypeError(f"dynamic_axes[{name!r}] axes must be ints; got {axis!r}")
             if not isinstance(dim_name, str) or not dim_name:
-                raise TypeError(f"dynamic_axes[{name!r}][{axis}] must be a non-empty dim name; got {dim_name!r}")
+                raise TypeError(f"dynamic_axes[{name!r}][{axis}] must be a non-empty dim name (str); got {dim_name!r}")
             if axis in normalised[name]:
                 raise ValueError(f"dynamic_axes[{name!r}] names axis {axis} twice")
             normalised[name][axis] = dim_name
@@ -127,11 +145,31 @@ def _check_custom_opsets(value) -> dict[str, int]:
     if not isinstance(value, Mapping):
         raise TypeError(f"custom_opsets must be a dict {{domain: version}}; got {value!r}")
     for domain, version in value.items():
-        if not isinstance(domain, str) or not domain or domain in ("", "ai.onnx", "onnx"):
-            raise ValueError(f"custom_opsets keys must be custom domain names; got {domain!r}")
+        if not isinstance(domain, str) or domain in ("", "ai.onnx", "onnx"):
+            raise ValueError(
+                f"custom_opsets keys must be custom domain names (str, not the default ONNX domain); got {domain!r}"
+            )
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise ValueError(f"custom_opsets[{domain!r}] must be a positive int; got {version!r}")
+            raise ValueError(f"custom_opsets[{domain!r}] must be a positive int version; got {version!r}")
     return dict(value)
+
+
+def _check_modules_as_functions(value) -> None:
+    if value is False:
+        return
+    if value is not True:
+        if not isinstance(value, (set, frozenset)):
+            raise TypeError(
+                f"export_modules_as_functions must be True, False or a set of nn.Module classes; got {value!r}"
+            )
+        import torch
+
+        bad = [c for c in value if not (isinstance(c, type) and issubclass(c, torch.nn.Module))]
+        if bad:
+            raise TypeError(f"export_modules_as_functions must hold nn.Module classes; got {bad!r}")
+    raise NotImplementedError(
+        "export_modules_as_functions is not implemented yet; leave it False (the default)"
+    )
 
 
 def validate_options(
@@ -150,37 +188,51 @@ def validate_options(
     autograd_inlining,
     verbose,
 ) -> ExportOptions:
+    """Check every export option (type, range, names) and return them normalised.
+
+    Raises TypeError/ValueError naming the argument and what it accepts, and NotImplementedError
+    for options whose other values a later version implements.
+    """
     opset = check_opset(opset_version)
-    operator_export_type = _enum_member(operator_export_type, OperatorExportTypes, "operator_export_type")
-    if operator_export_type is not OperatorExportTypes.ONNX:
-        raise NotImplementedError(
-            f"operator_export_type={operator_export_type.name} is not implemented yet; "
-            "use OperatorExportTypes.ONNX"
+    training = _enum_member(training, TrainingMode, "training")
+    input_names = _check_names(input_names, "input_names")
+    output_names = _check_names(output_names, "output_names")
+    shared = sorted(set(input_names) & set(output_names))
+    if shared:
+        raise ValueError(
+            f"input_names and output_names share {shared}; ONNX needs a distinct name for every graph "
+            "input and output"
         )
+    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names)
+    export_params = _check_bool(export_params, "export_params")
     if keep_initializers_as_inputs is not None:
         _check_bool(keep_initializers_as_inputs, "keep_initializers_as_inputs")
-    if export_modules_as_functions is not False:
-        if export_modules_as_functions is True or isinstance(export_modules_as_functions, (set, frozenset)):
-            raise NotImplementedError(
-                "export_modules_as_functions is not implemented yet; leave it False"
-            )
-        raise TypeError(
-            f"export_modules_as_functions must be a bool or a set of module classes; got {export_modules_as_functions!r}"
+    do_constant_folding = _check_bool(do_constant_folding, "do_constant_folding")
+    operator_export_type = _enum_member(operator_export_type, OperatorExportTypes, "operator_export_type")
+    custom_opsets = _check_custom_opsets(custom_opsets)
+    autograd_inlining = _check_bool(autograd_inlining, "autograd_inlining")
+    verbose = _check_bool(verbose, "verbose")
+    if operator_export_type is not OperatorExportTypes.ONNX:
+        raise NotImplementedError(
+            f"operator_export_type=OperatorExportTypes.{operator_export_type.name} is not implemented yet; "
+            "use OperatorExportTypes.ONNX (the default)"
         )
-    # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input.
+    _check_modules_as_functions(export_modules_as_functions)
+    # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from opset 9
+    # the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
     keep_inits = True if opset < 9 else bool(keep_initializers_as_inputs)
     return ExportOptions(
         opset_version=opset,
-        training=_enum_member(training, TrainingMode, "training"),
-        input_names=_check_names(input_names, "input_names"),
-        output_names=_check_names(output_names, "output_names"),
-        dynamic_axes=_check_dynamic_axes(dynamic_axes),
-        export_params=_check_bool(export_params, "export_params"),
+        training=training,
+        input_names=input_names,
+        output_names=output_names,
+        dynamic_axes=dynamic_axes,
+        export_params=export_params,
         keep_initializers_as_inputs=keep_inits,
-        do_constant_folding=_check_bool(do_constant_folding, "do_constant_folding"),
+        do_constant_folding=do_constant_folding,
         operator_export_type=operator_export_type,
-        custom_opsets=_check_custom_opsets(custom_opsets),
+        custom_opsets=custom_opsets,
         export_modules_as_functions=False,
-        autograd_inlining=_check_bool(autograd_inlining, "autograd_inlining"),
-        verbose=_check_bool(verbose, "verbose"),
+        autograd_inlining=autograd_inlining,
+        verbose=verbose,
     )
