@@ -7,12 +7,14 @@ once: the aten op, the opset, the module scope, the source line and the inputs.
 
 from __future__ import annotations
 
+import os
 import re
 
 import torch
 
 from symbolic import registry
 
+from . import capture as capture_module
 from . import dtypes
 from .capture import Captured
 from .context import GraphContext
@@ -31,14 +33,31 @@ def scope_path(scope_name: str) -> str:
     return "".join(f"/{a}" for a in atoms if a)
 
 
+_TRACE_FRAME = re.compile(r"^(.*)\((\d+)\): ")  # tracer stacks: "path(42): forward", innermost first
+_SCRIPT_FRAME = re.compile(r'File "(.*)", line (\d+)')  # script source ranges
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_CAPTURE_FILE = os.path.abspath(capture_module.__file__)  # frames from here on are the exporter's
+
+
 def source_of(node: torch._C.Node) -> str:
-    """``file.py:42`` for the innermost user frame the tracer recorded, or ""."""
+    """``file.py:42``: the innermost frame outside torch that the tracer recorded (the user's
+    line calling ``F.linear``, not ``torch/nn/functional.py``), else the innermost frame, or ""."""
     text = node.sourceRange()
     if not text:
         return ""
-    first = text.split("\n", 1)[0]
-    match = re.match(r"^(.*)\((\d+)\):", first)
-    return f"{match.group(1)}:{match.group(2)}" if match else first.strip()
+    script = _SCRIPT_FRAME.search(text.split("\n", 1)[0])
+    if script:
+        return f"{script.group(1)}:{script.group(2)}"
+    frames = [m.groups() for m in map(_TRACE_FRAME.match, text.split("\n")) if m]
+    if not frames:
+        return text.split("\n", 1)[0].strip()
+    for path, line in frames:
+        path_abs = os.path.abspath(path)
+        if path_abs == _CAPTURE_FILE:
+            break
+        if not path_abs.startswith(_TORCH_DIR):
+            return f"{path}:{line}"
+    return f"{frames[0][0]}:{frames[0][1]}"
 
 
 def iter_nodes(block) -> list:
@@ -174,10 +193,13 @@ class Converter:
         attrs = {} if kind.startswith("aten::") else _legacy_attributes(node)
         try:
             result = fn(ctx, *inputs, **attrs)
-        except OnnxExporterError as error:
-            raise type(error)(self._context(node, inputs, str(error))) from error
+        except SymbolicValueError as error:
+            raise error.in_context(kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs])
+        except OnnxExporterError:
+            raise
         except Exception as error:  # a bug or an unexpected input: report it with its place
-            raise SymbolicValueError(self._context(node, inputs, f"{type(error).__name__}: {error}")) from error
+            raise SymbolicValueError(f"{type(error).__name__}: {error}").in_context(
+                kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs]) from error
         self.bind_outputs(node, result)
 
     def _context(self, node, inputs, message: str) -> str:
