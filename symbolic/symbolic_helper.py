@@ -2,7 +2,7 @@
 
 The named API: ``rank(v)``, ``sizes(v)``, ``is_static(v, i)``, ``const(v)``, ``dtype(v)``.
 The legacy names (``_get_tensor_rank``, ``_maybe_get_const``, ``_is_none``, ...) are one-line
-aliases so custom symbolics written for ``torch.onnx`` run unchanged.
+aliases so custom symbolics written for the legacy exporter run unchanged.
 """
 
 from __future__ import annotations
@@ -242,11 +242,11 @@ def promote_types(*values) -> torch.dtype | None:
 
 
 def unimplemented(op: str, detail: str, value=None):
-    raise SymbolicValueError(f"{op}: {detail} is not supported" + (f" (value: {value!r})" if value is not None else ""))
+    raise SymbolicValueError(f"{op}: {detail} is not supported", value)
 
 
 def value_error(message: str, value=None):
-    raise SymbolicValueError(message + (f" (value: {value!r})" if value is not None else ""))
+    raise SymbolicValueError(message, value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """torchscript-onnx: a stand-alone TorchScript -> ONNX exporter, compatible with
-``torch.onnx.export(..., dynamo=False)``, for ONNX opsets 7 to 26."""
+the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX opsets 7 to 26."""
 
 from . import compat as _compat  # noqa: F401  (attaches the legacy Value surface)
 from .api import __version__, build, export, export_to_pretty_string

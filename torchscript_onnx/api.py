@@ -239,7 +239,7 @@ def export(
         export_params: store the weights as initializers; with False they become graph inputs.
         verbose: print the exported graph as readable text with module scopes.
         training: ``TrainingMode.EVAL`` (default), ``TRAINING`` or ``PRESERVE`` (also
-            torch.onnx's members). The model's training flags are restored afterwards.
+            PyTorch's own enum members). The model's training flags are restored afterwards.
         input_names, output_names: names of the flattened graph inputs/outputs, in order; a
             shorter list names a prefix, a longer one is an error.
         operator_export_type: only ``OperatorExportTypes.ONNX`` is implemented.

@@ -1,6 +1,6 @@
 """The torch._C.Value / Node / Type surface that legacy custom symbolics call.
 
-Attached to ``ir.Value`` so a symbolic written for ``torch.onnx`` can ask ``x.type().sizes()``,
+Attached to ``ir.Value`` so a symbolic written for the legacy exporter can ask ``x.type().sizes()``,
 ``x.type().scalarType()``, ``x.node().kind()``, ``x.node()["value"]`` or call ``y.setType(...)``.
 """
 

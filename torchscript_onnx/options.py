@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 MIN_OPSET = 7
 MAX_OPSET = 26
-# The legacy exporter's default in torch 2.13 (torch.onnx._constants.ONNX_DEFAULT_OPSET).
+# The legacy exporter's default in torch 2.13 (its _constants.ONNX_DEFAULT_OPSET).
 DEFAULT_OPSET = 20
 
 
@@ -55,7 +55,7 @@ def _allowed(enum_cls) -> str:
 
 
 def _enum_member(value, enum_cls, argument: str):
-    """Accept our members and torch.onnx's members of the same name (``torch.onnx.TrainingMode.EVAL``)."""
+    """Accept our members and PyTorch's own members of the same name (its ``TrainingMode.EVAL``)."""
     if isinstance(value, enum_cls):
         return value
     name = getattr(value, "name", None)

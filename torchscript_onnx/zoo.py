@@ -2,7 +2,7 @@
 
 torchvision is not a dependency, so the architectures are re-written here with torchvision's layer
 structure (the same modules in the same order, so ``state_dict`` keys match torchvision's), plus
-the torch.onnx tutorial super-resolution net, the DCGAN pair and the MNIST net from
+the PyTorch ONNX tutorial super-resolution net, the DCGAN pair and the MNIST net from
 pytorch/examples, and an MLP that takes a tensor, a dict and a list.
 
 ``MODELS[name]()`` returns ``(model, args)``: the model in eval mode with seeded random weights and
@@ -602,7 +602,7 @@ class MobileNetV2(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# Super-resolution (torch.onnx tutorial), DCGAN (pytorch/examples), MNIST (pytorch/examples)
+# Super-resolution (PyTorch ONNX tutorial), DCGAN (pytorch/examples), MNIST (pytorch/examples)
 
 
 class SuperResolutionNet(nn.Module):
