@@ -122,4 +122,33 @@ def size(g, x: Value, axis: int) -> Value:
         return g.constant(dims[axis], torch.int64)
     if dims is not None and axis < 0:
         axis += len(dims)
-    return g.op("Gather", g.op("Shape", x), g.constant(axis, torch.int64), axis_i=0)
+    out = g.op("Gather", g.op("Shape", x), g.constant(axis, torch.int64), axis_i=0)
+    if dims is not None and isinstance(dims[axis], str):
+        out.sym = dims[axis]
+    return out
+
+
+# ScatterElements was Scatter before opset 11; its reduction attribute came at 16 (add, mul) and
+# 18 (max, min). ScatterND (opset 11) follows the same reduction schedule.
+SCATTER_REDUCTION_SINCE = {"add": 16, "mul": 16, "max": 18, "min": 18}
+
+
+def scatter_elements(g, x: Value, axis: int, indices: Value, updates: Value, reduction: str | None = None) -> Value:
+    if reduction is None or reduction == "none":
+        return g.op("ScatterElements" if g.opset >= 11 else "Scatter", x, indices, updates, axis_i=axis)
+    since = SCATTER_REDUCTION_SINCE[reduction]
+    if g.opset < since:
+        sh.value_error(f"ScatterElements with reduction={reduction!r} needs opset {since} "
+                       f"(pass opset_version={since})")
+    return g.op("ScatterElements", x, indices, updates, axis_i=axis, reduction_s=reduction)
+
+
+def scatter_nd(g, x: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
+    if g.opset < 11:
+        sh.value_error("ScatterND needs opset 11 (pass opset_version=11)")
+    if reduction is None or reduction == "none":
+        return g.op("ScatterND", x, indices, updates)
+    since = SCATTER_REDUCTION_SINCE[reduction]
+    if g.opset < since:
+        sh.value_error(f"ScatterND with reduction={reduction!r} needs opset {since} (pass opset_version={since})")
+    return g.op("ScatterND", x, indices, updates, reduction_s=reduction)

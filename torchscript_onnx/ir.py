@@ -29,7 +29,7 @@ UNKNOWN: Any = _Unknown()
 
 
 class Value:
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym")
 
     def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
         self.name = name
@@ -39,6 +39,9 @@ class Value:
         self.producer: Node | None = producer
         self.elements: list[Value] | None = elements
         self.is_param = False
+        # A runtime scalar known to equal a symbolic dim ("batch"): lets shapes built from sizes
+        # keep their dim names (Reshape to [batch, -1] has dim "batch").
+        self.sym: str | None = None
 
     @property
     def is_const(self) -> bool:

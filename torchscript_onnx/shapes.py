@@ -57,6 +57,37 @@ def _const_ints(value: Value | None):
     return [int(const)]
 
 
+def shape_vector(value: Value | None) -> list[Dim] | None:
+    """The entries of a 1-D int64 shape value: ints, symbolic dim names, or None where unknown.
+
+    Constants give ints; a Concat of pieces keeps what each piece knows, so a shape built from
+    ``x.size(0)`` on a dynamic dim still names that dim.
+    """
+    if value is None:
+        return None
+    known = _const_ints(value)
+    if known is not None:
+        return list(known)
+    node = value.producer
+    if node is not None and node.op_type == "Concat" and node.domain == "":
+        entries: list[Dim] = []
+        for part in node.inputs:
+            piece = shape_vector(part)
+            if piece is None:
+                return None
+            entries.extend(piece)
+        return entries
+    if node is not None and node.op_type == "Unsqueeze" and node.inputs[0].rank == 0:
+        scalar = node.inputs[0]
+        return [scalar.sym] if scalar.sym is not None else [None]
+    if node is not None and node.op_type == "Shape" and node.inputs[0].shape is not None \
+            and node.attr("start") is None and node.attr("end") is None:
+        return list(node.inputs[0].shape)
+    if value.shape is not None and len(value.shape) == 1 and isinstance(value.shape[0], int):
+        return [None] * value.shape[0]
+    return None
+
+
 def _set(node: Node, k: int, dtype, shape) -> None:
     out = node.outputs[k]
     if out.dtype is None:
@@ -118,11 +149,9 @@ def _size(node: Node) -> None:
 
 
 def _reshape(node: Node) -> None:
-    x, target = node.inputs[0], _const_ints(node.inputs[1])
+    x, target = node.inputs[0], shape_vector(node.inputs[1])
     if target is None:
-        length = node.inputs[1].shape
-        rank = length[0] if length and isinstance(length[0], int) else None
-        _set(node, 0, x.dtype, None if rank is None else (None,) * rank)
+        _set(node, 0, x.dtype, None)
         return
     allowzero = node.attr("allowzero", 0)
     dims: list[Dim] = []
@@ -132,11 +161,24 @@ def _reshape(node: Node) -> None:
         else:
             dims.append(d)
     if -1 in dims:
-        known = [d for d in dims if d != -1]
-        total = _numel(x.shape)
-        rest = _numel(known)
-        dims[dims.index(-1)] = total // rest if isinstance(total, int) and isinstance(rest, int) and rest else None
+        dims[dims.index(-1)] = _inferred_dim(x.shape, [d for d in dims if d != -1])
     _set(node, 0, x.dtype, dims)
+
+
+def _inferred_dim(source, known) -> Dim:
+    """The -1 entry of a reshape: the element count divided by the known entries; symbolic dims
+    that appear on both sides cancel."""
+    if source is None or None in known:
+        return None
+    rest = [d for d in source]
+    for d in known:
+        if isinstance(d, str) and d in rest:
+            rest.remove(d)
+        elif isinstance(d, str):
+            return None
+    total = _numel(rest)
+    divisor = _numel([d for d in known if isinstance(d, int)])
+    return total // divisor if isinstance(total, int) and divisor else None
 
 
 def _numel(shape):
@@ -440,7 +482,7 @@ def _split(node: Node) -> None:
 
 
 def _expand(node: Node) -> None:
-    x, target = node.inputs[0], _const_ints(node.inputs[1])
+    x, target = node.inputs[0], shape_vector(node.inputs[1])
     if x.shape is None or target is None:
         _set(node, 0, x.dtype, None)
         return
@@ -458,7 +500,7 @@ def _tile(node: Node) -> None:
 def _constant_of_shape(node: Node) -> None:
     value = node.attr("value")
     dtype = value.dtype if isinstance(value, torch.Tensor) else torch.float32
-    _set(node, 0, dtype, _const_ints(node.inputs[0]))
+    _set(node, 0, dtype, shape_vector(node.inputs[0]))
 
 
 def _range(node: Node) -> None:
@@ -569,6 +611,10 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "GRU": _recurrent,
     "LSTM": _recurrent,
     "NonZero": _non_zero,
+    "Scatter": _same_as_input,
+    "ScatterElements": _same_as_input,
+    "ScatterND": _same_as_input,
+    "GatherElements": lambda node: _set(node, 0, node.inputs[0].dtype, node.inputs[1].shape),
 }
 
 
