@@ -1,8 +1,9 @@
 """Graph optimisation passes, run in the order declared here.
 
-Each pass is an object with ``run(graph) -> bool`` (whether it changed anything). Folding of
-constant subgraphs already happens while the graph is built (``GraphContext.op``); these passes
-clean up what conversion leaves behind.
+Each pass is an object with ``run(graph) -> bool`` (whether it changed anything); a pass that fails
+raises. Folding of constant subgraphs already happens while the graph is built
+(``GraphContext.op``); these passes clean up what conversion leaves behind. Every pass logs its
+node-count change at DEBUG level (logger ``torchscript_onnx.optimize``).
 """
 
 from __future__ import annotations
@@ -10,19 +11,45 @@ from __future__ import annotations
 import logging
 
 from ..ir import Graph
+from .conv_batchnorm import FoldConvBatchNorm
+from .cse import CommonSubexpressions
 from .dead_code import DeadCode
 from .identity import RemoveIdentity
+from .initializers import DeduplicateInitializers
 
 logger = logging.getLogger(__name__)
 
-# Identity removal exposes dead Constant nodes, so dead-code elimination runs last.
-PASSES = (RemoveIdentity(), DeadCode())
+
+def passes(training: bool = False, initializers_are_inputs: bool = False) -> list:
+    """The passes in order, for an export in training or eval mode.
+
+    ``training``: parameters must stay what they are (no BN folding; initializers shared only when
+    they are the same memory). ``initializers_are_inputs``: users may feed each initializer, so
+    none is merged into another (as the legacy exporter).
+    """
+    order = [
+        # Identity removal exposes dead Constant nodes and direct Conv -> BatchNormalization pairs;
+        # dead code goes before folding so dead readers do not hide a conv's single reader.
+        RemoveIdentity(),
+        DeadCode(),
+    ]
+    if not training:
+        order.append(FoldConvBatchNorm())
+    if not initializers_are_inputs:
+        # Before CSE: nodes reading duplicate initializers then read the same value and merge.
+        order.append(DeduplicateInitializers(by_value=not training))
+    order += [
+        CommonSubexpressions(),
+        # Last: folding, deduplication and CSE leave unread initializers and Constant nodes.
+        DeadCode(),
+    ]
+    return order
 
 
-def optimize(graph: Graph) -> Graph:
-    for optimization in PASSES:
-        before = len(graph.nodes)
+def optimize(graph: Graph, *, training: bool = False, initializers_are_inputs: bool = False) -> Graph:
+    for optimization in passes(training, initializers_are_inputs):
+        before = len(graph.nodes), len(graph.initializers)
         changed = optimization.run(graph)
-        if changed:
-            logger.debug("%s: %d -> %d nodes", type(optimization).__name__, before, len(graph.nodes))
+        logger.debug("%s: %d -> %d nodes, %d -> %d initializers%s", type(optimization).__name__, before[0],
+                     len(graph.nodes), before[1], len(graph.initializers), "" if changed else " (unchanged)")
     return graph

@@ -1,0 +1,34 @@
+"""Build small graphs by hand, run them in onnxruntime, compare before and after a pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from torchscript_onnx import serialize
+from torchscript_onnx.context import GraphContext
+from torchscript_onnx.ir import Graph
+from torchscript_onnx.options import ExportOptions
+
+OPSET = 17
+
+
+def context(opset: int = OPSET) -> GraphContext:
+    return GraphContext(Graph(), opset, ExportOptions(opset_version=opset))
+
+
+def model_bytes(graph: Graph, opset: int = OPSET) -> bytes:
+    model = serialize.model_proto_without_weights(graph, opset, {}, False, "test")
+    data = serialize.to_bytes(model, graph)
+    onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+    return data
+
+
+def run(graph: Graph, feeds: dict[str, np.ndarray], opset: int = OPSET) -> list[np.ndarray]:
+    session = ort.InferenceSession(model_bytes(graph, opset), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def op_types(graph: Graph) -> list[str]:
+    return [node.op_type for node in graph.nodes]

@@ -1,0 +1,89 @@
+"""Lazy tensors: initializers computed only when they are written, a few rows at a time.
+
+An optimisation that derives new weights (conv + batchnorm folding) must not hold a second copy of
+them during export. It puts a ``LazyTensor`` into ``Graph.initializers`` instead: shape and dtype
+are known up front (for the protobuf headers and the printer), the values are computed by
+``serialize`` in row chunks along dim 0 (``chunks``) and freed right after being written.
+
+``key`` names the recipe (the function, the identities of its source tensors and its arguments),
+so two lazy tensors computed the same way from the same tensors can be shared without computing
+either.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+
+# Rows computed at once are at most this many bytes (at least one row).
+CHUNK_BYTES = 1 << 20
+
+# fn(sources, start, stop, *args) -> rows [start, stop) along dim 0 of the result
+RowFunction = Callable[..., torch.Tensor]
+
+
+class LazyTensor:
+    """A tensor defined by ``fn(sources, start, stop, *args)``, computed on demand."""
+
+    is_quantized = False
+
+    def __init__(self, shape: Sequence[int], dtype: torch.dtype, fn: RowFunction,
+                 sources: Sequence[torch.Tensor | LazyTensor | None], args: tuple = ()):
+        self.shape = torch.Size(shape)
+        self.dtype = dtype
+        self._fn = fn
+        self._sources = tuple(sources)
+        self._args = tuple(args)
+
+    @property
+    def key(self) -> tuple:
+        """Equal keys mean equal values (the sources are the same objects, kept alive here)."""
+        sources = tuple(
+            s.key if isinstance(s, LazyTensor) else ("none",) if s is None else ("tensor", id(s))
+            for s in self._sources
+        )
+        return (self._fn.__module__, self._fn.__qualname__, sources, self._args, self.dtype, tuple(self.shape))
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def element_size(self) -> int:
+        return torch.empty((), dtype=self.dtype).element_size()
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def _rows(self, start: int, stop: int) -> torch.Tensor:
+        sources = [s.materialize() if isinstance(s, LazyTensor) else s for s in self._sources]
+        rows = self._fn(sources, start, stop, *self._args)
+        if rows.dtype != self.dtype or tuple(rows.shape[1:]) != tuple(self.shape[1:]):
+            raise RuntimeError(
+                f"lazy tensor recipe {self._fn.__qualname__} gave {rows.dtype}{list(rows.shape)} for "
+                f"rows {start}:{stop} of {self.dtype}{list(self.shape)}"
+            )
+        return rows
+
+    def materialize(self) -> torch.Tensor:
+        """The whole tensor (tests, small tensors); ``serialize`` uses ``chunks`` instead."""
+        if not self.shape:
+            return self._rows(0, 1).reshape(())
+        return self._rows(0, self.shape[0]).contiguous()
+
+    def chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[torch.Tensor]:
+        """Contiguous row blocks along dim 0 that concatenate to the tensor, each computed on demand."""
+        if not self.shape or self.shape[0] == 0:
+            yield self.materialize()
+            return
+        row_bytes = max(1, self.numel() // self.shape[0] * self.element_size())
+        step = max(1, max_bytes // row_bytes)
+        for start in range(0, self.shape[0], step):
+            yield self._rows(start, min(start + step, self.shape[0])).contiguous()
+
+    def __repr__(self) -> str:
+        return f"LazyTensor({self._fn.__qualname__}, {self.dtype}, {list(self.shape)})"
+
+
+def materialize(tensor: torch.Tensor | LazyTensor) -> torch.Tensor:
+    return tensor.materialize() if isinstance(tensor, LazyTensor) else tensor

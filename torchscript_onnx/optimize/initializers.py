@@ -1,0 +1,108 @@
+"""Initializer deduplication: initializers holding the same data share one name.
+
+Cheap first, exact last, and no weight is ever copied:
+1. the same memory (dtype, shape, strides and data pointer), or lazy tensors with the same recipe
+   (``LazyTensor.key``): the same values without reading them;
+2. by value (``by_value``): only among real tensors of equal dtype and shape, bucketed by a hash of
+   a few kilobytes sampled from the start, middle and end of their bytes, then confirmed by an
+   exact comparison of all bytes, a megabyte at a time. Lazy tensors are never computed here.
+
+By-value sharing is for inference exports only: in training, two parameters that happen to hold
+the same values (two zero biases) are still two parameters. Readers of a duplicate read the first
+initializer (in ``Graph.initializers`` order) instead; the duplicate goes away. An initializer
+that is a graph output or is read by name inside a subgraph keeps its name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import torch
+
+from ..ir import Graph, Value
+from ..lazy import LazyTensor
+from ..serialize import tensor_bytes
+from .subgraphs import subgraph_references
+
+SAMPLE_BYTES = 4096
+COMPARE_CHUNK_BYTES = 1 << 20
+
+
+def _identity_key(tensor) -> tuple:
+    if isinstance(tensor, LazyTensor):
+        return ("lazy", tensor.key)
+    if tensor.numel() == 0:  # empty tensors of one dtype and shape are all equal
+        return ("empty", tensor.dtype, tuple(tensor.shape))
+    return ("memory", tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()), tensor.is_quantized,
+            tensor.data_ptr(), tensor.device.type)
+
+
+def _sample_digest(raw: memoryview) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    n = raw.nbytes
+    if n <= 3 * SAMPLE_BYTES:
+        digest.update(raw)
+    else:
+        middle = n // 2 - SAMPLE_BYTES // 2
+        digest.update(raw[:SAMPLE_BYTES])
+        digest.update(raw[middle:middle + SAMPLE_BYTES])
+        digest.update(raw[n - SAMPLE_BYTES:])
+    return digest.digest()
+
+
+def _same_bytes(a: memoryview, b: memoryview) -> bool:
+    if a.nbytes != b.nbytes:
+        return False
+    for start in range(0, a.nbytes, COMPARE_CHUNK_BYTES):
+        stop = start + COMPARE_CHUNK_BYTES
+        if not np.array_equal(np.frombuffer(a[start:stop], np.uint8), np.frombuffer(b[start:stop], np.uint8)):
+            return False
+    return True
+
+
+def _by_value_candidate(tensor) -> bool:
+    # Contiguous CPU tensors only: their bytes are read in place, never copied.
+    return (isinstance(tensor, torch.Tensor) and not tensor.is_quantized and tensor.numel() > 0
+            and tensor.device.type == "cpu" and tensor.is_contiguous())
+
+
+class DeduplicateInitializers:
+    def __init__(self, by_value: bool = True):
+        self.by_value = by_value
+
+    def run(self, graph: Graph) -> bool:
+        values: dict[str, Value] = {}  # initializer name -> the value nodes read
+        for node in graph.nodes:
+            for v in node.inputs:
+                if v is not None and v.is_param and v.name in graph.initializers:
+                    values.setdefault(v.name, v)
+        keep_name = {v.name for v in graph.outputs} | subgraph_references(graph)
+        canonical: dict[str, str] = {}  # duplicate name -> the name its readers read instead
+        firsts: dict[tuple, str] = {}
+        buckets: dict[tuple, list[tuple[str, memoryview]]] = {}
+        for name in values:
+            tensor = graph.initializers[name]
+            first = firsts.setdefault(_identity_key(tensor), name)
+            if first != name:
+                if name not in keep_name:
+                    canonical[name] = first
+                continue
+            if not self.by_value or not _by_value_candidate(tensor):
+                continue
+            raw = tensor_bytes(tensor)
+            bucket = buckets.setdefault((tensor.dtype, tuple(tensor.shape), _sample_digest(raw)), [])
+            match = next((other for other, other_raw in bucket if _same_bytes(raw, other_raw)), None)
+            if match is None:
+                bucket.append((name, raw))
+            elif name not in keep_name:
+                canonical[name] = match
+        if not canonical:
+            return False
+        for node in graph.nodes:
+            node.inputs = [values[canonical[v.name]] if v is not None and v.is_param and v.name in canonical else v
+                           for v in node.inputs]
+        for name in canonical:
+            del graph.initializers[name]
+            graph.value_names.release(name)
+        return True
