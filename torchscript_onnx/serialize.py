@@ -89,6 +89,9 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(tensor.numpy()).cast("B")
 
 
+tensor_bytes = _tensor_bytes  # public: the optimizer compares tensors by these bytes
+
+
 def _attribute(name: str, kind: str, value) -> onnx.AttributeProto:
     if kind == "t":
         return helper.make_attribute(name, tensor_proto(value))
