@@ -1,0 +1,125 @@
+"""Peak memory of one export above what the built model already holds, in a fresh process.
+
+    python -m bench.memory --model NAME --exporter ours|legacy|dynamo [--opset N] [--no-warmup]
+
+prints one line ``BENCH_MEMORY {json}``. Steps: import everything, export a tiny model once with
+the same exporter (so lazily imported modules and code pages are not charged to the model), build
+the model, gc, reset the kernel's high-water mark when /proc/self/clear_refs allows it, read the
+baseline RSS, export to a file in a temp dir, read the peak. ``delta = peak - baseline``.
+Without the reset the peak may include earlier peaks (then ``hwm_reset`` is false and the delta
+is an upper bound). Freed memory kept by the allocator counts too, so the delta is an upper bound
+of what the export needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import exporters, models  # noqa: E402
+
+MARKER = "BENCH_MEMORY "
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _status_kib() -> dict:
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(rest.split()[0])
+    return out
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> dict:
+    """Run the measurement in this process (meant to be a fresh one)."""
+    import torch  # noqa: F401
+    import onnx  # noqa: F401
+    import torch.onnx  # noqa: F401
+    import torchscript_onnx  # noqa: F401
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if warmup:
+            tiny, tiny_args = models.LOCAL_MODELS["tiny_mlp"]()
+            exporters.run(exporter, tiny.eval(), tiny_args, os.path.join(tmp, "warmup.onnx"), opset)
+            del tiny, tiny_args
+        model, args = models.build(name)
+        weights = models.weight_bytes(model)
+        gc.collect()
+        reset = _reset_hwm()
+        before = _status_kib()
+        maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        path = os.path.join(tmp, "model.onnx")
+        error = None
+        try:
+            exporters.run(exporter, model, args, path, opset)
+        except Exception as e:  # noqa: BLE001 - recorded, not hidden
+            error = exporters.short_error(e)
+        after = _status_kib()
+        maxrss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        file_bytes = os.path.getsize(path) if error is None and os.path.exists(path) else None
+    # After a reset VmHWM alone is the export's peak. ru_maxrss cannot be reset and, in a process
+    # started by fork+exec, also remembers the parent's size before exec; it is only the fallback.
+    peak_kib = after["VmHWM"] if reset else max(after["VmHWM"], maxrss_after)
+    delta = (peak_kib - before["VmRSS"]) * 1024
+    return {
+        "model": name, "exporter": exporter, "opset": opset, "error": error,
+        "weight_bytes": weights, "baseline_rss": before["VmRSS"] * 1024, "hwm_before": before["VmHWM"] * 1024,
+        "peak_rss": peak_kib * 1024, "ru_maxrss_before": maxrss_before * 1024,
+        "ru_maxrss_after": maxrss_after * 1024, "hwm_reset": reset, "delta_bytes": delta,
+        "delta_over_weights": delta / weights if weights else None, "file_bytes": file_bytes,
+    }
+
+
+def measure(name: str, exporter: str, opset: int, *, warmup: bool = True, timeout: float = 1800) -> dict:
+    """Run ``measure_here`` in a fresh interpreter and return its record (``error`` set on failure)."""
+    cmd = [sys.executable, "-m", "bench.memory", "--model", name, "--exporter", exporter, "--opset", str(opset)]
+    if not warmup:
+        cmd.append("--no-warmup")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"model": name, "exporter": exporter, "error": f"timed out after {timeout:.0f} s"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARKER):
+            return json.loads(line[len(MARKER):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"model": name, "exporter": exporter, "error": f"subprocess exit {proc.returncode}: {tail}"[:300]}
+
+
+def main(argv=None) -> None:
+    import torchscript_onnx
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--exporter", required=True, choices=sorted(exporters.EXPORTERS))
+    parser.add_argument("--opset", type=int, default=torchscript_onnx.DEFAULT_OPSET)
+    parser.add_argument("--no-warmup", action="store_true")
+    ns = parser.parse_args(argv)
+    record = measure_here(ns.model, ns.exporter, ns.opset, warmup=not ns.no_warmup)
+    print(MARKER + json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    main()
