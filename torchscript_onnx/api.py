@@ -21,6 +21,7 @@ from .context import GraphContext
 from .convert import convert
 from .ir import Graph
 from .optimize import optimize
+from .optimize.subgraphs import subgraph_references
 from .prepare import prepare
 from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options
 from .printer import graph_text
@@ -35,6 +36,9 @@ class Exported:
     graph: Graph
     model: onnx.ModelProto
     options: ExportOptions
+    # Positions, among the flattened user inputs, of those that stayed graph inputs (legacy
+    # drops inputs the graph does not read): feed ``[flat[k] for k in input_indices]``.
+    input_indices: list[int] = dataclasses.field(default_factory=list)
 
     def to_bytes(self) -> bytes:
         return serialize.to_bytes(self.model, self.graph)
@@ -153,9 +157,12 @@ def _check_dynamic_axes(graph: Graph, options: ExportOptions) -> None:
 def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     """Capture and convert ``model`` without writing anything; ``export`` saves the result.
 
-    ``option_kwargs`` are ``export``'s options (all of them, by keyword).
+    ``option_kwargs`` are ``export``'s options by keyword; those not given take their defaults.
     """
-    options = validate_options(**option_kwargs)
+    unknown = sorted(set(option_kwargs) - set(OPTION_DEFAULTS))
+    if unknown:
+        raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
+    options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)
@@ -166,9 +173,9 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     _check_dynamic_axes(graph, options)
     optimize(graph, training=_exports_training(model, options.training),
              initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
-    _drop_unused_weight_inputs(graph, len(captured.user_inputs))
+    input_indices = _drop_unused_inputs(graph, len(captured.user_inputs))
     model_proto = _model_proto(graph, ctx, options)
-    return Exported(graph, model_proto, options)
+    return Exported(graph, model_proto, options, input_indices)
 
 
 def _conversion_options(model, options: ExportOptions) -> ExportOptions:
@@ -179,11 +186,19 @@ def _conversion_options(model, options: ExportOptions) -> ExportOptions:
     return dataclasses.replace(options, training=training)
 
 
-def _drop_unused_weight_inputs(graph: Graph, n_user_inputs: int) -> None:
-    """With ``export_params=False`` weights are graph inputs; drop those nothing reads (as legacy
-    drops unused parameters), so users only feed what the model needs."""
-    used = set(graph.consumers()) | {id(v) for v in graph.outputs}
-    graph.inputs = graph.inputs[:n_user_inputs] + [v for v in graph.inputs[n_user_inputs:] if id(v) in used]
+def _drop_unused_inputs(graph: Graph, n_user_inputs: int) -> list[int]:
+    """Drop graph inputs nothing reads, as the legacy exporter does: user inputs used only in
+    Python control flow or for a static size, and (with ``export_params=False``) unused weights.
+    Returns the positions of the user inputs that stay."""
+    used_ids = set(graph.consumers()) | {id(v) for v in graph.outputs}
+    used_names = subgraph_references(graph)
+
+    def used(value) -> bool:
+        return id(value) in used_ids or value.name in used_names
+
+    kept = [k for k, value in enumerate(graph.inputs[:n_user_inputs]) if used(value)]
+    graph.inputs = [graph.inputs[k] for k in kept] + [v for v in graph.inputs[n_user_inputs:] if used(v)]
+    return kept
 
 
 def _exports_training(model, mode: TrainingMode) -> bool:
@@ -281,7 +296,8 @@ def export(
     return None
 
 
-_PRETTY_DEFAULTS = dict(
+# export()'s options and their defaults.
+OPTION_DEFAULTS = dict(
     export_params=True, verbose=False, training=TrainingMode.EVAL, input_names=None, output_names=None,
     operator_export_type=OperatorExportTypes.ONNX, opset_version=None, do_constant_folding=True,
     dynamic_axes=None, keep_initializers_as_inputs=None, custom_opsets=None,
@@ -294,10 +310,10 @@ def export_to_pretty_string(model, args=(), *, kwargs=None, **options) -> str:
 
     Takes ``export``'s options by keyword; nothing is written.
     """
-    unknown = sorted(set(options) - set(_PRETTY_DEFAULTS))
+    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(
-            f"export_to_pretty_string got unexpected option(s) {unknown}; it takes: {sorted(_PRETTY_DEFAULTS)}"
+            f"export_to_pretty_string got unexpected option(s) {unknown}; it takes: {sorted(OPTION_DEFAULTS)}"
         )
-    exported = build(model, args, kwargs=kwargs, **{**_PRETTY_DEFAULTS, **options})
+    exported = build(model, args, kwargs=kwargs, **options)
     return graph_text(exported.graph, exported.options.opset_version)

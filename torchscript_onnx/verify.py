@@ -92,11 +92,16 @@ def _numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kwargs=None) -> list[Comparison]:
+def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kwargs=None,
+            input_indices: list[int] | None = None) -> list[Comparison]:
+    """``input_indices``: which flattened inputs the model kept (``Exported.input_indices``)."""
     args = normalize_args(model, args, kwargs)
     with torch.no_grad():
         expected = flatten_outputs(model(*args))
-    actual = run_onnxruntime(model_bytes, flatten_inputs(args))
+    inputs = flatten_inputs(args)
+    if input_indices is not None:
+        inputs = [inputs[k] for k in input_indices]
+    actual = run_onnxruntime(model_bytes, inputs)
     if len(actual) != len(expected):
         raise AssertionError(f"onnxruntime returned {len(actual)} outputs, PyTorch {len(expected)}")
     results = []
@@ -115,14 +120,15 @@ def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kw
 def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e-4, atol: float = 1e-5,
            other_inputs: list[tuple] = (), kwargs=None, **export_options) -> Report:
     """Export, check and compare; raise AssertionError or CheckerError on any mismatch."""
-    from .api import export
+    from .api import build
 
     buffer = io.BytesIO()
-    export(model, args, buffer, kwargs=kwargs, opset_version=opset_version, **export_options)
+    exported = build(model, args, kwargs=kwargs, opset_version=opset_version, **export_options)
+    exported.save(buffer)
     model_bytes = buffer.getvalue()
     proto = check(model_bytes)
-    comparisons = compare(model, args, model_bytes, rtol, atol, kwargs)
+    comparisons = compare(model, args, model_bytes, rtol, atol, kwargs, exported.input_indices)
     for extra in other_inputs:
-        comparisons += compare(model, extra, model_bytes, rtol, atol)
+        comparisons += compare(model, extra, model_bytes, rtol, atol, input_indices=exported.input_indices)
     opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     return Report(opset, len(model_bytes), len(proto.graph.node), comparisons)
