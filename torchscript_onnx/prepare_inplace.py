@@ -42,6 +42,10 @@ UNINVERTIBLE_VIEWS = {"aten::expand", "aten::expand_as", "aten::broadcast_to", "
                       "aten::unbind", "aten::tensor_split", "aten::unsafe_split", "aten::unsafe_chunk",
                       "prim::ConstantChunk", "aten::view_as_real", "aten::view_as_complex"}
 
+# Uninvertible views that cut their input into non-overlapping pieces.
+DISJOINT_PIECES = {"aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind", "aten::tensor_split",
+                   "aten::unsafe_split", "aten::unsafe_chunk", "prim::ConstantChunk"}
+
 
 def is_inplace(node: torch._C.Node) -> bool:
     kind = node.kind()
@@ -59,6 +63,7 @@ class _Rewriter:
         self.graph = graph
         self.views: dict[torch._C.Value, tuple[torch._C.Node, torch._C.Value]] = {}
         self.uninvertible: dict[torch._C.Value, str] = {}
+        self.bases: dict[torch._C.Value, torch._C.Value] = {}  # uninvertible view -> its input
         self.changed = False
 
     def run(self) -> bool:
@@ -69,9 +74,11 @@ class _Rewriter:
             elif kind in UNINVERTIBLE_VIEWS:
                 for out in node.outputs():
                     self.uninvertible[out] = kind
+                    self.bases[out] = node.inputsAt(0)
             elif kind == "prim::ListUnpack" and node.inputsAt(0) in self.uninvertible:
                 for out in node.outputs():
                     self.uninvertible[out] = self.uninvertible[node.inputsAt(0)]
+                    self.bases[out] = self.bases[node.inputsAt(0)]
             elif is_inplace(node):
                 self.rewrite_write(node)
         return self.changed
@@ -84,6 +91,10 @@ class _Rewriter:
     def rewrite_write(self, node: torch._C.Node) -> None:
         target = node.inputsAt(0)
         if target in self.uninvertible:
+            base = self.bases[target]
+            if self.uninvertible[target] in DISJOINT_PIECES and base not in self.views \
+                    and not _used_after(base, node):
+                return  # pieces do not overlap and nobody reads the base later (LSTMCell's gates)
             raise SymbolicValueError(
                 f"{node.kind()} writes into a view made by {self.uninvertible[target]}, which cannot be "
                 f"exported as a write into its base; write into the base tensor instead"
