@@ -13,3 +13,4 @@ from .opset9.tensor import *  # noqa: F401,F403
 from .opset9.control import *  # noqa: F401,F403
 from .opset9.rnn import *  # noqa: F401,F403
 from .opset9.embedding import *  # noqa: F401,F403
+from .opset9.indexing import *  # noqa: F401,F403

@@ -20,7 +20,10 @@ def reshape_to(g, self: Value, shape) -> Value:
         return g.op("Reshape", self, onnx_ops.cast(g, shape, torch.int64))
     target = sh.const(shape)
     if target is not sh.UNKNOWN:
-        return g.op("Reshape", self, g.constant([int(d) for d in target], torch.int64))
+        dims = [int(d) for d in target]
+        # torch's 0 is an empty dim; ONNX Reshape's 0 copies the input dim unless allowzero (opset 14).
+        allowzero = 1 if 0 in dims and g.opset >= 14 else None
+        return g.op("Reshape", self, g.constant(dims, torch.int64), allowzero_i=allowzero)
     return g.op("Reshape", self, shape)
 
 
@@ -64,7 +67,7 @@ def flatten(g, self, start_dim=0, end_dim=-1):
     if end == rank - 1 and start > 0:
         # Flatten makes 2-D: dims before start collapse into the first, which is what we want
         # only when they are a single dim.
-        if start == 1:
+        if start == 1 and g.opset >= 9:  # Flatten-1 is float-only
             return g.op("Flatten", self, axis_i=1)
     dims = sh.sizes(self)
     target = []
@@ -189,7 +192,10 @@ def stack(g, tensors, dim):
     rank = values[0].rank
     if dim < 0:
         dim += rank + 1
-    return g.op("Concat", *[onnx_ops.unsqueeze(g, v, [dim]) for v in values], axis_i=dim)
+    from .math import as_operand
+
+    dtype = g.output_dtype() or sh.promote_types(*values)
+    return g.op("Concat", *[onnx_ops.unsqueeze(g, as_operand(g, v, dtype), [dim]) for v in values], axis_i=dim)
 
 
 def cast_to(g, self: Value, dtype: torch.dtype) -> Value:
@@ -234,3 +240,674 @@ half = _cast_op("half", torch.float16)
 long = _cast_op("long", torch.int64)
 int_ = _cast_op("int", torch.int32)
 bool_ = _cast_op("bool", torch.bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape helpers shared by the ops below
+
+
+def axis_of(dim: int, rank: int) -> int:
+    return dim + rank if dim < 0 else dim
+
+
+def shape_parts(g, x: Value, start: int, end: int | None = None) -> Value:
+    """``shape(x)[start:end]`` as a 1-D int64 value: a constant when those dims are static."""
+    dims = sh.sizes(x)
+    end = len(dims) if end is None else end
+    part = dims[start:end]
+    if all(isinstance(d, int) for d in part):
+        return g.constant(part, torch.int64)
+    return onnx_ops.slice(g, g.op("Shape", x), [0], [start], [end])
+
+
+def concat_shape(g, parts: list) -> Value:
+    """One 1-D int64 shape from pieces: lists of ints and 1-D int64 values."""
+    values = [g.constant(list(p), torch.int64) if isinstance(p, (list, tuple)) else p for p in parts]
+    values = [v for v in values if v.shape != (0,)]
+    if len(values) == 1:
+        return values[0]
+    return g.op("Concat", *values, axis_i=0)
+
+
+def reshape_static_or_runtime(g, x: Value, dims: list) -> Value:
+    """Reshape to ``dims`` (ints, symbolic dims of other tensors as 1-element values)."""
+    if all(isinstance(d, int) for d in dims):
+        return g.op("Reshape", x, g.constant(dims, torch.int64))
+    return g.op("Reshape", x, concat_shape(g, [[d] if isinstance(d, int) else d for d in dims]))
+
+
+def dim_value(g, x: Value, axis: int):
+    """Size of ``axis``: an int when static, else a 1-element int64 value."""
+    if sh.is_static(x, axis):
+        return sh.sizes(x)[axis]
+    return onnx_ops.unsqueeze(g, onnx_ops.size(g, x, axis), [0])
+
+
+def _require_rank(op: str, x: Value) -> int:
+    if x.rank is None:
+        sh.value_error(f"{op}: the input rank must be known", x)
+    return x.rank
+
+
+def _static_dim(op: str, x: Value, axis: int) -> int:
+    if not sh.is_static(x, axis):
+        sh.value_error(f"{op}: dim {axis} has a size known only at runtime; this lowering needs it static", x)
+    return sh.sizes(x)[axis]
+
+
+# ---------------------------------------------------------------------------------------------
+# Views and layout
+
+
+@_onnx_symbolic("aten::unflatten")
+@sh.parse_args("v", "i", "is")
+def unflatten(g, self, dim, sizes):
+    """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
+    rank = _require_rank("unflatten", self)
+    dim = axis_of(dim, rank)
+    dims = sh.sizes(self)
+    before = [d if isinstance(d, int) else 0 for d in dims[:dim]]  # Reshape 0 keeps a leading dim
+    after = dims[dim + 1:]
+    if all(isinstance(d, int) for d in after):
+        return g.op("Reshape", self, g.constant(before + list(sizes) + after, torch.int64))
+    return g.op("Reshape", self, concat_shape(g, [before, list(sizes), shape_parts(g, self, dim + 1)]))
+
+
+def _swap_last_two(g, self):
+    rank = _require_rank("transpose", self)
+    if rank < 2:
+        return self
+    perm = list(range(rank))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return g.op("Transpose", self, perm_i=perm)
+
+
+@_onnx_symbolic("aten::mT")
+def mT(g, self):
+    """mT(Tensor(a) self) -> Tensor(a)"""
+    return _swap_last_two(g, self)
+
+
+@_onnx_symbolic("aten::mH")
+def mH(g, self):
+    """mH(Tensor(a) self) -> Tensor(a); real tensors only, where it is mT"""
+    return _swap_last_two(g, self)
+
+
+@_onnx_symbolic("aten::adjoint")
+def adjoint(g, self):
+    """adjoint(Tensor(a) self) -> Tensor(a); real tensors only, where it is mT"""
+    return _swap_last_two(g, self)
+
+
+@_onnx_symbolic("aten::numpy_T")
+def numpy_T(g, self):
+    """numpy_T(Tensor(a) self) -> Tensor(a)"""
+    rank = _require_rank("numpy_T", self)
+    if rank < 2:
+        return self
+    return g.op("Transpose", self, perm_i=list(reversed(range(rank))))
+
+
+@_onnx_symbolic("aten::movedim")
+def movedim(g, self, source, destination):
+    """movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)"""
+    rank = _require_rank("movedim", self)
+    src, dst = sh.const(source), sh.const(destination)
+    src = [axis_of(d, rank) for d in (src if isinstance(src, list) else [src])]
+    dst = [axis_of(d, rank) for d in (dst if isinstance(dst, list) else [dst])]
+    perm = [-1] * rank
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(d for d in range(rank) if d not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    if perm == list(range(rank)):
+        return self
+    return g.op("Transpose", self, perm_i=perm)
+
+
+@_onnx_symbolic("aten::moveaxis")
+def moveaxis(g, self, source, destination):
+    """moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)"""
+    return movedim(g, self, source, destination)
+
+
+@_onnx_symbolic("aten::swapaxes")
+def swapaxes(g, self, axis0, axis1):
+    """swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)"""
+    return transpose(g, self, axis0, axis1)
+
+
+@_onnx_symbolic("aten::swapdims")
+def swapdims(g, self, dim0, dim1):
+    """swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
+    return transpose(g, self, dim0, dim1)
+
+
+@_onnx_symbolic("aten::alias")
+def alias(g, self):
+    """alias(Tensor(a) self) -> Tensor(a)"""
+    return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Expand, repeat, tile
+
+
+def _expand_to(g, self: Value, size) -> Value:
+    if g.opset < 8:
+        sh.value_error("expand needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
+    target = sh.const(size)
+    if target is not sh.UNKNOWN:
+        # torch's -1 keeps the input dim; Expand broadcasting does the same with 1.
+        dims = [1 if int(d) == -1 else int(d) for d in target]
+        if list(sh.sizes(self) or []) == dims:
+            return self
+        return g.op("Expand", self, g.constant(dims, torch.int64))
+    if isinstance(size, Value) and size.elements is not None:
+        parts = [Value("", const=1) if e.is_const and int(sh.const(e)) == -1 else e for e in size.elements]
+        size = Value("", elements=parts)
+    return g.op("Expand", self, g.materialize(size) if isinstance(size, Value) and size.elements is not None
+                else onnx_ops.cast(g, size, torch.int64))
+
+
+@_onnx_symbolic("aten::expand")
+def expand(g, self, size, implicit=None):
+    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)"""
+    return _expand_to(g, self, size)
+
+
+@_onnx_symbolic("aten::broadcast_to")
+def broadcast_to(g, self, size):
+    """broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)"""
+    return _expand_to(g, self, size)
+
+
+@_onnx_symbolic("aten::expand_as")
+def expand_as(g, self, other):
+    """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
+    if g.opset < 8:
+        sh.value_error("expand_as needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
+    if sh.static_sizes(self) is not None and sh.static_sizes(self) == sh.static_sizes(other):
+        return self
+    return g.op("Expand", self, onnx_ops.shape_of(g, other))
+
+
+def _tile(g, self: Value, repeats: list[int]) -> Value:
+    rank = _require_rank("repeat", self)
+    if len(repeats) > rank:
+        self = onnx_ops.unsqueeze(g, self, list(range(len(repeats) - rank)))
+    if all(r == 1 for r in repeats):
+        return self
+    return g.op("Tile", self, g.constant(repeats, torch.int64))
+
+
+@_onnx_symbolic("aten::repeat")
+@sh.parse_args("v", "is")
+def repeat(g, self, repeats):
+    """repeat(Tensor self, SymInt[] repeats) -> Tensor"""
+    return _tile(g, self, repeats)
+
+
+@_onnx_symbolic("aten::tile")
+@sh.parse_args("v", "is")
+def tile(g, self, dims):
+    """tile(Tensor self, SymInt[] dims) -> Tensor"""
+    rank = _require_rank("tile", self)
+    return _tile(g, self, [1] * (rank - len(dims)) + list(dims))
+
+
+@_onnx_symbolic("aten::repeat_interleave")
+def repeat_interleave(g, self, repeats, dim=None, output_size=None):
+    """repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None)
+    -> Tensor; repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, ...)"""
+    if sh.is_none(dim):
+        self = reshape_to(g, self, [-1])
+        dim = 0
+    else:
+        dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("repeat_interleave", self))
+    counts = sh.const(repeats)
+    if isinstance(counts, torch.Tensor) and counts.numel() == 1:
+        counts = int(counts.item())
+    if isinstance(counts, int):
+        return _repeat_each(g, self, counts, dim)
+    if isinstance(counts, torch.Tensor):
+        # Known repeats: the gathered positions are a constant.
+        index = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+        return g.op("Gather", self, g.constant(index, torch.int64), axis_i=dim)
+    return _repeat_runtime(g, self, repeats, dim)
+
+
+def _repeat_each(g, self, count: int, dim: int) -> Value:
+    rank = self.rank
+    tiled = g.op("Tile", onnx_ops.unsqueeze(g, self, [dim + 1]),
+                 g.constant([1] * (dim + 1) + [count] + [1] * (rank - dim - 1), torch.int64))
+    dims = sh.sizes(self)
+    before = [d if isinstance(d, int) else 0 for d in dims[:dim]]
+    after = dims[dim + 1:]
+    if all(isinstance(d, int) for d in after):
+        return g.op("Reshape", tiled, g.constant(before + [-1] + after, torch.int64))
+    return g.op("Reshape", tiled, concat_shape(g, [before, [-1], shape_parts(g, self, dim + 1)]))
+
+
+def _repeat_runtime(g, self, repeats, dim: int) -> Value:
+    """Repeats known only at runtime: output position j takes input i = #(cumsum(repeats) <= j)."""
+    if g.opset < 11:
+        sh.value_error("repeat_interleave with repeats known only at runtime needs CumSum and Range "
+                       "(opset 11; pass opset_version=11)")
+    repeats = onnx_ops.cast(g, repeats, torch.int64)
+    if repeats.rank == 0 or sh.sizes(repeats) == [1]:
+        repeats = g.op("Expand", reshape_to(g, repeats, [1]), shape_parts(g, self, dim, dim + 1))
+    ends = g.op("CumSum", repeats, g.constant(0, torch.int64))
+    total = g.op("ReduceSum", repeats, keepdims_i=0)
+    positions = g.op("Range", g.constant(0, torch.int64), total, g.constant(1, torch.int64))
+    passed = g.op("Not", g.op("Greater", onnx_ops.unsqueeze(g, ends, [0]), onnx_ops.unsqueeze(g, positions, [1])))
+    index = onnx_ops.reduce(g, "ReduceSum", onnx_ops.cast(g, passed, torch.int64), [1], False)
+    return g.op("Gather", self, index, axis_i=dim)
+
+
+# ---------------------------------------------------------------------------------------------
+# Joining
+
+
+@_onnx_symbolic("aten::atleast_1d")
+def atleast_1d(g, self):
+    """atleast_1d(Tensor self) -> Tensor; atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]"""
+    return _atleast(g, self, 1)
+
+
+@_onnx_symbolic("aten::atleast_2d")
+def atleast_2d(g, self):
+    """atleast_2d(Tensor self) -> Tensor; atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]"""
+    return _atleast(g, self, 2)
+
+
+@_onnx_symbolic("aten::atleast_3d")
+def atleast_3d(g, self):
+    """atleast_3d(Tensor self) -> Tensor; atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]"""
+    return _atleast(g, self, 3)
+
+
+# rank -> unsqueeze axes, per target rank (numpy's rules: 1-D becomes a row, 2-D gains a last axis)
+_ATLEAST_AXES = {1: {0: [0]}, 2: {0: [0, 1], 1: [0]}, 3: {0: [0, 1, 2], 1: [0, 2], 2: [2]}}
+
+
+def _atleast(g, self, n: int):
+    if sh.is_packed_list(self) or (self.is_const and isinstance(self.const, (list, tuple))):
+        return [_atleast(g, v, n) for v in sh.unpack_list(self)]
+    axes = _ATLEAST_AXES[n].get(_require_rank(f"atleast_{n}d", self))
+    return onnx_ops.unsqueeze(g, self, axes) if axes else self
+
+
+@_onnx_symbolic("aten::hstack")
+def hstack(g, tensors):
+    """hstack(Tensor[] tensors) -> Tensor"""
+    values = [_atleast(g, v, 1) for v in sh.unpack_list(tensors)]
+    dim = 0 if all(v.rank == 1 for v in values) else 1
+    return cat(g, Value("", elements=values), Value("", const=dim))
+
+
+@_onnx_symbolic("aten::vstack")
+def vstack(g, tensors):
+    """vstack(Tensor[] tensors) -> Tensor"""
+    values = [_atleast(g, v, 2) for v in sh.unpack_list(tensors)]
+    return cat(g, Value("", elements=values), Value("", const=0))
+
+
+@_onnx_symbolic("aten::dstack")
+def dstack(g, tensors):
+    """dstack(Tensor[] tensors) -> Tensor"""
+    values = [_atleast(g, v, 3) for v in sh.unpack_list(tensors)]
+    return cat(g, Value("", elements=values), Value("", const=2))
+
+
+@_onnx_symbolic("aten::meshgrid")
+def meshgrid(g, tensors, indexing=None):
+    """meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]"""
+    if g.opset < 8:
+        sh.value_error("meshgrid needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
+    mode = sh.const(indexing, None) if indexing is not None else None
+    values = [reshape_to(g, v, [-1]) if v.rank == 0 else v for v in sh.unpack_list(tensors)]
+    swap = mode == "xy" and len(values) >= 2
+    if swap:
+        values[0], values[1] = values[1], values[0]
+    n = len(values)
+    shape = concat_shape(g, [shape_parts(g, v, 0) for v in values])
+    outs = []
+    for k, v in enumerate(values):
+        dims = [1] * n
+        dims[k] = -1
+        outs.append(g.op("Expand", g.op("Reshape", v, g.constant(dims, torch.int64)), shape))
+    if swap:  # the ij grids of (y, x) are the xy grids of (x, y), in the other order
+        outs[0], outs[1] = outs[1], outs[0]
+    return outs
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting
+
+
+def _pieces(g, self: Value, sizes: list[int], dim: int) -> list[Value]:
+    """``self`` cut along ``dim`` into ``sizes`` (which may contain zeros)."""
+    if all(s > 0 for s in sizes):
+        return list(onnx_ops.split(g, self, sizes, dim))
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(onnx_ops.slice(g, self, [dim], [start], [start + s]))
+        start += s
+    return outs
+
+
+def _list_length_from_trace(g) -> int | None:
+    """How many pieces the traced list output holds, read from the ListUnpack that consumes it."""
+    node = g.original_node
+    if node is None:
+        return None
+    for use in node.output().uses():
+        if use.user.kind() == "prim::ListUnpack":
+            return use.user.outputsSize()
+    return None
+
+
+def _split_by_size(g, self, split_size: int, dim: int) -> list[Value]:
+    rank = _require_rank("split", self)
+    dim = axis_of(dim, rank)
+    if sh.is_static(self, dim):
+        size = sh.sizes(self)[dim]
+        sizes = [min(split_size, size - k) for k in range(0, size, split_size)] or [0]
+        return _pieces(g, self, sizes, dim)
+    count = _list_length_from_trace(g)
+    if count is None:
+        sh.value_error("split: the split dim is dynamic and the number of pieces is not known", self)
+    # The graph holds as many pieces as the trace made; the last one takes the rest.
+    return [onnx_ops.slice(g, self, [dim], [k * split_size],
+                           [(k + 1) * split_size if k + 1 < count else onnx_ops.INT64_MAX])
+            for k in range(count)]
+
+
+@_onnx_symbolic("aten::split")
+def split(g, self, split_size_or_sizes, dim=None):
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[];
+    split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]"""
+    dim = 0 if dim is None else sh._get_const(dim, "i", "dim")
+    sizes = sh.const(split_size_or_sizes)
+    if isinstance(sizes, (list, tuple)):
+        return split_with_sizes(g, self, split_size_or_sizes, Value("", const=dim))
+    return _split_by_size(g, self, int(sizes), dim)
+
+
+@_onnx_symbolic("aten::unsafe_split")
+def unsafe_split(g, self, split_size, dim=None):
+    """unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]"""
+    return split(g, self, split_size, dim)
+
+
+@_onnx_symbolic("aten::split_with_sizes")
+def split_with_sizes(g, self, split_sizes, dim=None):
+    """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
+    dim = 0 if dim is None else sh._get_const(dim, "i", "dim")
+    sizes = sh._get_const(split_sizes, "is", "split_sizes")
+    return _pieces(g, self, sizes, axis_of(dim, _require_rank("split_with_sizes", self)))
+
+
+@_onnx_symbolic("aten::unsafe_split_with_sizes")
+def unsafe_split_with_sizes(g, self, split_sizes, dim=None):
+    """unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]"""
+    return split_with_sizes(g, self, split_sizes, dim)
+
+
+@_onnx_symbolic("aten::chunk")
+@sh.parse_args("v", "i", "i")
+def chunk(g, self, chunks, dim=0):
+    """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
+    rank = _require_rank("chunk", self)
+    dim = axis_of(dim, rank)
+    if not sh.is_static(self, dim):
+        count = _list_length_from_trace(g)
+        if count is None or g.opset < 10:
+            sh.value_error("chunk along a dynamic dim needs runtime Slice bounds (opset 10; pass "
+                           "opset_version=10) and a traced number of pieces", self)
+        return _chunk_runtime(g, self, chunks, dim, count)
+    size = sh.sizes(self)[dim]
+    step = -(-size // chunks) if size else 1
+    return _split_by_size(g, self, step, dim)
+
+
+def _chunk_runtime(g, self, chunks: int, dim: int, count: int) -> list[Value]:
+    size = onnx_ops.size(g, self, dim)
+    step = g.op("Div", g.op("Add", size, g.constant(chunks - 1, torch.int64)), g.constant(chunks, torch.int64))
+    outs = []
+    for k in range(count):
+        start = g.op("Mul", step, g.constant(k, torch.int64))
+        end = g.op("Mul", step, g.constant(k + 1, torch.int64)) if k + 1 < count else onnx_ops.INT64_MAX
+        outs.append(onnx_ops.slice(g, self, [dim], [start], [end]))
+    return outs
+
+
+@_onnx_symbolic("aten::unsafe_chunk")
+def unsafe_chunk(g, self, chunks, dim=None):
+    """unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]"""
+    return chunk(g, self, chunks, Value("", const=0) if dim is None else dim)
+
+
+@_onnx_symbolic("prim::ConstantChunk")
+def prim_constant_chunk(g, self, chunks_i=None, dim_i=None):
+    """prim::ConstantChunk[chunks=n, dim=d](Tensor self) -> Tensor..."""
+    pieces = chunk(g, self, Value("", const=chunks_i), Value("", const=dim_i))
+    return tuple(pieces)
+
+
+@_onnx_symbolic("aten::tensor_split")
+def tensor_split(g, self, indices_or_sections, dim=None):
+    """tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[];
+    tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]"""
+    rank = _require_rank("tensor_split", self)
+    dim = axis_of(0 if dim is None else sh._get_const(dim, "i", "dim"), rank)
+    size = _static_dim("tensor_split", self, dim)
+    spec = sh.const(indices_or_sections)
+    if spec is sh.UNKNOWN:
+        sh.value_error("tensor_split: the sections or indices must be known at export time", indices_or_sections)
+    if isinstance(spec, torch.Tensor):
+        spec = spec.tolist()
+    if isinstance(spec, int):
+        base, extra = divmod(size, spec)
+        sizes = [base + 1 if k < extra else base for k in range(spec)]
+    else:
+        bounds = [min(max(b + size if b < 0 else b, 0), size) for b in spec]
+        edges = [0] + bounds + [size]
+        return [onnx_ops.slice(g, self, [dim], [edges[k]], [max(edges[k], edges[k + 1])])
+                for k in range(len(edges) - 1)]
+    return _pieces(g, self, sizes, dim)
+
+
+@_onnx_symbolic("aten::unbind")
+@sh.parse_args("v", "i")
+def unbind(g, self, dim=0):
+    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
+    rank = _require_rank("unbind", self)
+    dim = axis_of(dim, rank)
+    if sh.is_static(self, dim):
+        count = sh.sizes(self)[dim]
+        if count == 1:
+            return [onnx_ops.squeeze(g, self, [dim])]
+        return [onnx_ops.squeeze(g, piece, [dim]) for piece in onnx_ops.split(g, self, [1] * count, dim)]
+    count = _list_length_from_trace(g)
+    if count is None:
+        sh.value_error("unbind: the dim is dynamic and the number of pieces is not known", self)
+    return [g.op("Gather", self, g.constant(k, torch.int64), axis_i=dim) for k in range(count)]
+
+
+@_onnx_symbolic("aten::narrow")
+def narrow(g, self, dim, start, length):
+    """narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a);
+    narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)"""
+    rank = _require_rank("narrow", self)
+    dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
+    begin, count = sh.const(start), sh.const(length)
+    if isinstance(begin, torch.Tensor):
+        begin = int(begin.item())
+    if isinstance(begin, int) and isinstance(count, int):
+        if begin < 0:
+            begin += _static_dim("narrow", self, dim)
+        return onnx_ops.slice(g, self, [dim], [begin], [begin + count])
+    begin_v = onnx_ops.cast(g, start, torch.int64) if not isinstance(begin, int) else g.constant(begin, torch.int64)
+    count_v = onnx_ops.cast(g, length, torch.int64) if not isinstance(count, int) else g.constant(count, torch.int64)
+    return onnx_ops.slice(g, self, [dim], [begin_v], [g.op("Add", begin_v, count_v)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Reordering: flip, roll, rot90
+
+
+def reverse(g, self: Value, axes: list[int]) -> Value:
+    """``self`` reversed along ``axes``: Slice with step -1 (opset 10), or Gather on static dims."""
+    if not axes:
+        return self
+    if g.opset >= 10:
+        n = len(axes)
+        return onnx_ops.slice(g, self, axes, [-1] * n, [-onnx_ops.INT64_MAX] * n, [-1] * n)
+    for axis in axes:
+        size = sh.sizes(self)[axis] if sh.is_static(self, axis) else None
+        if size is None:
+            sh.value_error("flip along a dynamic dim needs Slice with negative steps (opset 10; pass "
+                           "opset_version=10)", self)
+        self = g.op("Gather", self, g.constant(list(range(size - 1, -1, -1)), torch.int64), axis_i=axis)
+    return self
+
+
+@_onnx_symbolic("aten::flip")
+@sh.parse_args("v", "is")
+def flip(g, self, dims):
+    """flip(Tensor self, int[] dims) -> Tensor"""
+    rank = _require_rank("flip", self)
+    return reverse(g, self, sorted({axis_of(d, rank) for d in dims}))
+
+
+@_onnx_symbolic("aten::fliplr")
+def fliplr(g, self):
+    """fliplr(Tensor self) -> Tensor"""
+    return reverse(g, self, [1])
+
+
+@_onnx_symbolic("aten::flipud")
+def flipud(g, self):
+    """flipud(Tensor self) -> Tensor"""
+    return reverse(g, self, [0])
+
+
+@_onnx_symbolic("aten::roll")
+@sh.parse_args("v", "is", "is")
+def roll(g, self, shifts, dims):
+    """roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"""
+    if not dims:
+        flat = reshape_to(g, self, [-1])
+        rolled = roll(g, flat, shifts, [0])
+        return g.op("Reshape", rolled, onnx_ops.shape_of(g, self))
+    rank = _require_rank("roll", self)
+    for shift, dim in zip(shifts, dims):
+        dim = axis_of(dim, rank)
+        if sh.is_static(self, dim):
+            size = sh.sizes(self)[dim]
+            shift = shift % size if size else 0
+        if shift == 0:
+            continue
+        tail = onnx_ops.slice(g, self, [dim], [-shift], [onnx_ops.INT64_MAX])
+        head = onnx_ops.slice(g, self, [dim], [0], [-shift])
+        self = g.op("Concat", tail, head, axis_i=dim)
+    return self
+
+
+@_onnx_symbolic("aten::rot90")
+@sh.parse_args("v", "i", "is")
+def rot90(g, self, k=1, dims=(0, 1)):
+    """rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor"""
+    rank = _require_rank("rot90", self)
+    d0, d1 = axis_of(dims[0], rank), axis_of(dims[1], rank)
+    k %= 4
+    perm = list(range(rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    if k == 1:
+        return g.op("Transpose", reverse(g, self, [d1]), perm_i=perm)
+    if k == 2:
+        return reverse(g, self, sorted([d0, d1]))
+    if k == 3:
+        return g.op("Transpose", reverse(g, self, [d0]), perm_i=perm)
+    return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagonals and triangles (static sizes of the matrix dims; the other dims may be dynamic)
+
+
+def _diagonal_layout(g, self, offset: int, dim1: int, dim2: int):
+    """Move dim1, dim2 last and merge them: returns (flat, n, m, positions of the diagonal)."""
+    rank = _require_rank("diagonal", self)
+    dim1, dim2 = axis_of(dim1, rank), axis_of(dim2, rank)
+    n, m = _static_dim("diagonal", self, dim1), _static_dim("diagonal", self, dim2)
+    rest = [d for d in range(rank) if d not in (dim1, dim2)]
+    perm = rest + [dim1, dim2]
+    moved = self if perm == list(range(rank)) else g.op("Transpose", self, perm_i=perm)
+    flat = g.op("Reshape", moved, g.constant([0] * len(rest) + [n * m], torch.int64))
+    rows = range(max(0, -offset), min(n, m - offset)) if -n < offset < m else range(0)
+    positions = [r * m + r + offset for r in rows]
+    return flat, n, m, perm, positions
+
+
+@_onnx_symbolic("aten::diagonal")
+@sh.parse_args("v", "i", "i", "i")
+def diagonal(g, self, offset=0, dim1=0, dim2=1):
+    """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)"""
+    flat, n, m, perm, positions = _diagonal_layout(g, self, offset, dim1, dim2)
+    return g.op("Gather", flat, g.constant(positions, torch.int64), axis_i=len(perm) - 2)
+
+
+@_onnx_symbolic("aten::diag")
+@sh.parse_args("v", "i")
+def diag(g, self, diagonal_=0):
+    """diag(Tensor self, int diagonal=0) -> Tensor"""
+    if self.rank == 2:
+        return diagonal(g, self, diagonal_, 0, 1)
+    if self.rank != 1:
+        sh.value_error("diag: the input must be 1-D or 2-D", self)
+    n = _static_dim("diag", self, 0)
+    size = n + abs(diagonal_)
+    # Gather from [x..., 0]: each cell of the matrix names the element it holds, or the zero.
+    index = torch.full((size, size), n, dtype=torch.int64)
+    for i in range(n):
+        r, c = (i, i + diagonal_) if diagonal_ >= 0 else (i - diagonal_, i)
+        index[r, c] = i
+    padded = g.op("Concat", self, g.constant([0], self.dtype), axis_i=0)
+    return g.op("Gather", padded, g.constant(index, torch.int64), axis_i=0)
+
+
+def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
+    rank = _require_rank("tril" if lower else "triu", self)
+    if rank < 2:
+        sh.value_error("tril/triu need at least 2 dims", self)
+    if g.opset >= 14:
+        k = g.constant(diagonal_, torch.int64)
+        return g.op("Trilu", self, k, upper_i=0 if lower else 1)
+    n, m = sh.sizes(self)[-2:]
+    if not isinstance(n, int) or not isinstance(m, int):
+        sh.value_error("tril/triu on matrices of dynamic size need Trilu (opset 14; pass opset_version=14)", self)
+    if g.opset < 9:
+        sh.value_error("tril/triu need Where (opset 9; pass opset_version=9)", self)
+    ones = torch.ones(n, m, dtype=torch.bool)
+    mask = g.constant(torch.tril(ones, diagonal_) if lower else torch.triu(ones, diagonal_))
+    if self.dtype == torch.bool:  # onnxruntime has no boolean Where before opset 16
+        return g.op("And", mask, self)
+    return g.op("Where", mask, self, g.constant(0, self.dtype))
+
+
+@_onnx_symbolic("aten::tril")
+@sh.parse_args("v", "i")
+def tril(g, self, diagonal_=0):
+    """tril(Tensor self, int diagonal=0) -> Tensor"""
+    return _triangle(g, self, diagonal_, lower=True)
+
+
+@_onnx_symbolic("aten::triu")
+@sh.parse_args("v", "i")
+def triu(g, self, diagonal_=0):
+    """triu(Tensor self, int diagonal=0) -> Tensor"""
+    return _triangle(g, self, diagonal_, lower=False)

@@ -1,0 +1,773 @@
+"""Indexing at opset 9: select/slice, advanced indexing and its writes, gather/scatter, masks,
+sorting (topk, sort, searchsorted), nonzero and unique.
+
+Advanced indexing (``x[idx]``, ``x[mask]``, ``x[:, i, j] = v``) is lowered the way torch defines
+it: bool masks become one long index per dim they cover (NonZero), the indexed dims move to the
+front and merge, and one Gather (reads) or Scatter (writes) on the merged dim does the work, so
+every mix of tensors, masks and slices works from opset 9 with static or dynamic sizes.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import torch
+
+from torchscript_onnx.ir import Value
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+from .math import as_operand
+from .tensor import (_require_rank, _static_dim, axis_of, concat_shape, dim_value, reshape_static_or_runtime,
+                     shape_parts)
+
+_onnx_symbolic = onnx_symbolic(9)
+INT64_MAX = onnx_ops.INT64_MAX
+
+
+def _int_const(v, default=None):
+    raw = sh.const(v, sh.UNKNOWN) if not sh.is_none(v) else None
+    if raw is None:
+        return default
+    if isinstance(raw, torch.Tensor) and raw.numel() == 1:
+        return int(raw.item())
+    return raw
+
+
+def _as_index(g, index: Value) -> Value:
+    if not isinstance(index, Value) or (index.is_const and not index.in_graph):
+        raw = sh.const(index)
+        return g.constant(raw if isinstance(raw, torch.Tensor) else torch.tensor(raw), torch.int64)
+    return onnx_ops.cast(g, index, torch.int64)
+
+
+def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
+    """Indices with negatives wrapped around (Gather before opset 11 and merged indices need it)."""
+    raw = sh.const(index)
+    if isinstance(raw, torch.Tensor) and sh.is_static(self, dim):
+        raw = raw.to(torch.int64)
+        return g.constant(torch.where(raw < 0, raw + sh.sizes(self)[dim], raw), torch.int64)
+    index = _as_index(g, index)
+    size = onnx_ops.size(g, self, dim)
+    return g.op("Where", g.op("Less", index, g.constant(0, torch.int64)), g.op("Add", index, size), index)
+
+
+# ---------------------------------------------------------------------------------------------
+# select / slice
+
+
+@_onnx_symbolic("aten::select")
+def select(g, self, dim, index):
+    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("select", self))
+    idx = _int_const(index, sh.UNKNOWN)
+    if isinstance(idx, int):
+        if idx < 0 and sh.is_static(self, dim):
+            idx += sh.sizes(self)[dim]
+        if idx >= 0 or g.opset >= 11:
+            return g.op("Gather", self, g.constant(idx, torch.int64), axis_i=dim)
+        end = idx + 1 if idx != -1 else INT64_MAX
+        return onnx_ops.squeeze(g, onnx_ops.slice(g, self, [dim], [idx], [end]), [dim])
+    index = _as_index(g, index)
+    if g.opset < 11:
+        index = normalize_index(g, index, self, dim)
+    if index.rank == 1:
+        index = onnx_ops.squeeze(g, index, [0])
+    return g.op("Gather", self, index, axis_i=dim)
+
+
+@_onnx_symbolic("aten::slice")
+def slice(g, self, dim=None, start=None, end=None, step=None):
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    rank = _require_rank("slice", self)
+    dim = axis_of(_int_const(dim, 0), rank)
+    step = _int_const(step, 1)
+    begin = _int_const(start, 0)
+    stop = _int_const(end, INT64_MAX)
+    if not isinstance(step, int):
+        sh.value_error("slice: the step must be known at export time", step)
+    if isinstance(begin, int) and isinstance(stop, int):
+        if begin == 0 and stop >= INT64_MAX and step == 1:
+            return self
+        if step != 1 and g.opset < 10:
+            size = _static_dim("slice with a step at opset 9 (Slice has steps from opset 10)", self, dim)
+            positions = list(range(size))[begin:stop:step]
+            return g.op("Gather", self, g.constant(positions, torch.int64), axis_i=dim)
+        return onnx_ops.slice(g, self, [dim], [begin], [stop], [step])
+    bounds = [b if isinstance(b, int) else _as_index(g, v) for b, v in ((begin, start), (stop, end))]
+    return onnx_ops.slice(g, self, [dim], [bounds[0]], [bounds[1]], [step])
+
+
+# ---------------------------------------------------------------------------------------------
+# Advanced indexing: aten::index and aten::index_put
+
+
+def _is_mask(v: Value) -> bool:
+    return v.dtype in (torch.bool, torch.uint8)
+
+
+def _index_items(indices) -> list:
+    items = [None if sh.is_none(v) else v for v in sh.unpack_list(indices)]
+    while items and items[-1] is None:
+        items.pop()
+    return items
+
+
+def _expand_masks(g, items: list) -> list:
+    """One index per indexed dim: a mask over k dims becomes the k rows of NonZero(mask)."""
+    out = []
+    for v in items:
+        if v is None or not _is_mask(v):
+            out.append(v)
+            continue
+        mask = onnx_ops.cast(g, v, torch.bool)
+        rows = g.op("NonZero", mask)
+        for k in range(_require_rank("index", v)):
+            out.append(g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0))
+    return out
+
+
+class _Merged:
+    """The indexed dims of ``self`` moved to the front and merged into one: [N, rest...]."""
+
+    def __init__(self, g, self_: Value, items: list):
+        rank = _require_rank("index", self_)
+        if len(items) > rank:
+            sh.value_error("index: too many indices for the tensor", self_)
+        self.positions = [k for k, v in enumerate(items) if v is not None]
+        self.rest = [k for k in range(rank) if k not in self.positions]
+        self.perm = self.positions + self.rest
+        self.moved = self_ if self.perm == list(range(rank)) else g.op("Transpose", self_, perm_i=self.perm)
+        self.adjacent = self.positions == list(range(self.positions[0], self.positions[-1] + 1))
+        # linear index into the merged dim: sum of index_k * stride_k
+        linear, stride = None, 1
+        for pos in reversed(self.positions):
+            index = normalize_index(g, items[pos], self_, pos)
+            term = index if stride == 1 else g.op("Mul", index, _as_int64(g, stride))
+            linear = term if linear is None else g.op("Add", term, linear)
+            size = dim_value(g, self_, pos)
+            stride = stride * size if isinstance(stride, int) and isinstance(size, int) else \
+                g.op("Mul", _as_int64(g, stride), _as_int64(g, size))
+        self.linear = linear
+        rest_dims = [sh.sizes(self_)[k] for k in self.rest]
+        if all(isinstance(d, int) for d in rest_dims):
+            rest_shape = rest_dims
+        else:
+            rest_shape = shape_parts(g, self.moved, len(self.positions))
+        self.rest_shape = rest_shape
+        self.flat = g.op("Reshape", self.moved, concat_shape(g, [[-1], rest_shape]))
+        self.batch_rank = linear.rank
+
+    def result_perm(self) -> list[int] | None:
+        """From [B..., rest...] to torch's layout (B at the first indexed dim when adjacent)."""
+        p, b, r = self.positions[0], self.batch_rank, len(self.rest)
+        if not self.adjacent or p == 0:
+            return None
+        return [b + j for j in range(p)] + list(range(b)) + [b + j for j in range(p, r)]
+
+
+def _as_int64(g, v):
+    return g.constant(v, torch.int64) if isinstance(v, int) else onnx_ops.squeeze(g, v, [0]) if v.rank == 1 else v
+
+
+def _mask_select(g, self, mask, p: int) -> Value:
+    """``self[..., mask]`` with one mask over dims p..p+k-1: Compress on those dims merged."""
+    k = _require_rank("index", mask)
+    mask = onnx_ops.cast(g, mask, torch.bool)
+    if k > 1 or mask.rank != 1:
+        dims = sh.sizes(self)
+        before = [d if isinstance(d, int) else 0 for d in dims[:p]]
+        after = dims[p + k:]
+        target = before + [-1] + after if all(isinstance(d, int) for d in after) else \
+            concat_shape(g, [before, [-1], shape_parts(g, self, p + k)])
+        self = g.op("Reshape", self, target if isinstance(target, Value) else g.constant(target, torch.int64))
+        mask = g.op("Reshape", mask, g.constant([-1], torch.int64))
+    return g.op("Compress", self, mask, axis_i=p)
+
+
+@_onnx_symbolic("aten::index")
+def index(g, self, indices):
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor"""
+    items = _index_items(indices)
+    present = [k for k, v in enumerate(items) if v is not None]
+    if not present:
+        return self
+    if len(present) == 1:
+        p, v = present[0], items[present[0]]
+        if _is_mask(v):
+            return _mask_select(g, self, v, p)
+        idx = _as_index(g, v) if g.opset >= 11 else normalize_index(g, v, self, p)
+        return g.op("Gather", self, idx, axis_i=p)
+    merged = _Merged(g, self, _expand_masks(g, items))
+    out = g.op("Gather", merged.flat, merged.linear, axis_i=0)
+    perm = merged.result_perm()
+    return out if perm is None else g.op("Transpose", out, perm_i=perm)
+
+
+@_onnx_symbolic("aten::index_put")
+def index_put(g, self, indices, values, accumulate=None):
+    """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
+    items = _index_items(indices)
+    acc = bool(_int_const(accumulate, False)) if accumulate is not None else False
+    values = as_operand(g, values, self.dtype)
+    if not any(v is not None for v in items):
+        return g.op("Add", self, values) if acc else g.op("Expand", values, onnx_ops.shape_of(g, self))
+    present = [k for k, v in enumerate(items) if v is not None]
+    single_mask = len(present) == 1 and _is_mask(items[present[0]])
+    if single_mask and sh.static_sizes(values) is not None and all(d == 1 for d in sh.static_sizes(values)):
+        # x[mask] = scalar: a Where, no scatter needed
+        p, mask = present[0], onnx_ops.cast(g, items[present[0]], torch.bool)
+        trailing = self.rank - p - mask.rank
+        if trailing:
+            mask = onnx_ops.unsqueeze(g, mask, list(range(mask.rank, mask.rank + trailing)))
+        scalar = g.op("Reshape", values, g.constant([], torch.int64))
+        new = g.op("Add", self, scalar) if acc else scalar
+        return g.op("Where", mask, new, self)
+    merged = _Merged(g, self, _expand_masks(g, items))
+    return _scatter_merged(g, self, merged, values, acc)
+
+
+def _scatter_merged(g, self, merged: _Merged, values, acc: bool) -> Value:
+    batch_rank, rest_count = merged.batch_rank, len(merged.rest)
+    # values broadcast to the result of the matching read, in the [B..., rest...] layout
+    full = batch_rank + rest_count
+    if values.rank < full:
+        values = onnx_ops.unsqueeze(g, values, list(range(full - values.rank)))
+    perm = merged.result_perm()
+    if perm is not None:
+        inverse = sorted(range(full), key=lambda k: perm[k])
+        values = g.op("Transpose", values, perm_i=inverse)
+    target = concat_shape(g, [g.op("Shape", merged.linear) if sh.static_sizes(merged.linear) is None
+                              else list(sh.static_sizes(merged.linear)), merged.rest_shape])
+    values = g.op("Expand", values, target)
+    rest = merged.rest_shape
+    width = [int(torch.Size(rest).numel())] if isinstance(rest, list) else None
+    if width is None:
+        sh.value_error("index_put: the dims that are not indexed must have static sizes")
+    updates = g.op("Reshape", values, g.constant([-1] + width, torch.int64))
+    flat = g.op("Reshape", merged.flat, g.constant([-1] + width, torch.int64))
+    positions = g.op("Expand", g.op("Reshape", merged.linear, g.constant([-1, 1], torch.int64)),
+                     g.op("Shape", updates))
+    if acc and g.opset >= 16:
+        written = onnx_ops.scatter_elements(g, flat, 0, positions, updates, "add")
+    elif acc:
+        # Before opset 16 ScatterElements cannot add: scatter into zeros and add, exact when the
+        # written positions are distinct (the legacy exporter has the same limit).
+        zeros = g.op("ConstantOfShape", g.op("Shape", flat), value_t=torch.zeros(1, dtype=self.dtype))
+        written = g.op("Add", flat, onnx_ops.scatter_elements(g, zeros, 0, positions, updates))
+    else:
+        written = onnx_ops.scatter_elements(g, flat, 0, positions, updates)
+    moved = g.op("Reshape", written, onnx_ops.shape_of(g, merged.moved))
+    if merged.perm == list(range(len(merged.perm))):
+        return moved
+    inverse = sorted(range(len(merged.perm)), key=lambda k: merged.perm[k])
+    return g.op("Transpose", moved, perm_i=inverse)
+
+
+# ---------------------------------------------------------------------------------------------
+# index_select, index_fill, index_copy, index_add, take
+
+
+@_onnx_symbolic("aten::index_select")
+def index_select(g, self, dim, index):
+    """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_select", self))
+    index = _as_index(g, index)
+    if index.rank == 0:
+        index = onnx_ops.unsqueeze(g, index, [0])
+    return g.op("Gather", self, index, axis_i=dim)
+
+
+def _along_dim(g, self, dim: int, index: Value, shape_like: Value | None) -> Value:
+    """``index`` (1-D) laid along ``dim`` and broadcast to ``shape_like`` (or self with that dim cut)."""
+    rank = self.rank
+    index = normalize_index(g, index, self, dim)
+    if index.rank == 0:
+        index = onnx_ops.unsqueeze(g, index, [0])
+    shaped = g.op("Reshape", index, g.constant([1] * dim + [-1] + [1] * (rank - dim - 1), torch.int64))
+    if shape_like is not None:
+        target = onnx_ops.shape_of(g, shape_like)
+    else:
+        target = concat_shape(g, [shape_parts(g, self, 0, dim), g.op("Shape", index) if sh.static_sizes(index)
+                                  is None else list(sh.static_sizes(index)), shape_parts(g, self, dim + 1)])
+    return g.op("Expand", shaped, target)
+
+
+@_onnx_symbolic("aten::index_fill")
+def index_fill(g, self, dim, index, value):
+    """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_fill", self))
+    positions = _along_dim(g, self, dim, index, None)
+    fill = g.op("Expand", as_operand(g, value, self.dtype), g.op("Shape", positions))
+    return onnx_ops.scatter_elements(g, self, dim, positions, fill)
+
+
+@_onnx_symbolic("aten::index_copy")
+def index_copy(g, self, dim, index, source):
+    """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_copy", self))
+    source = as_operand(g, source, self.dtype)
+    return onnx_ops.scatter_elements(g, self, dim, _along_dim(g, self, dim, index, source), source)
+
+
+@_onnx_symbolic("aten::index_add")
+def index_add(g, self, dim, index, source, alpha=None):
+    """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_add", self))
+    source = as_operand(g, source, self.dtype)
+    factor = sh.const(alpha, 1) if alpha is not None and not sh.is_none(alpha) else 1
+    if factor != 1:
+        source = g.op("Mul", source, g.constant(factor, self.dtype))
+    return _scatter_add(g, self, dim, _along_dim(g, self, dim, index, source), source)
+
+
+def _scatter_add(g, self, dim: int, positions: Value, updates: Value) -> Value:
+    if g.opset >= 16:
+        return onnx_ops.scatter_elements(g, self, dim, positions, updates, "add")
+    # Before 16: scatter into zeros, then add; exact when positions are distinct (as in legacy).
+    zeros = g.op("ConstantOfShape", onnx_ops.shape_of(g, self), value_t=torch.zeros(1, dtype=self.dtype))
+    return g.op("Add", self, onnx_ops.scatter_elements(g, zeros, dim, positions, updates))
+
+
+@_onnx_symbolic("aten::take")
+def take(g, self, index):
+    """take(Tensor self, Tensor index) -> Tensor"""
+    flat = g.op("Reshape", self, g.constant([-1], torch.int64))
+    return g.op("Gather", flat, normalize_index(g, index, flat, 0), axis_i=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks
+
+
+@_onnx_symbolic("aten::masked_fill")
+def masked_fill(g, self, mask, value):
+    """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
+    fill = as_operand(g, value, self.dtype)
+    if fill.rank:
+        fill = g.op("Reshape", fill, g.constant([], torch.int64))
+    return g.op("Where", onnx_ops.cast(g, mask, torch.bool), fill, self)
+
+
+def _broadcast_pair(g, a: Value, b: Value):
+    if sh.static_sizes(a) is not None and sh.static_sizes(a) == sh.static_sizes(b):
+        return a, b
+    shape = g.op("Shape", g.op("Add", g.op("Cast", a, to_i=7), g.op("Cast", b, to_i=7)))
+    return g.op("Expand", a, shape), g.op("Expand", b, shape)
+
+
+@_onnx_symbolic("aten::masked_select")
+def masked_select(g, self, mask):
+    """masked_select(Tensor self, Tensor mask) -> Tensor"""
+    values, mask = _broadcast_pair(g, self, onnx_ops.cast(g, mask, torch.bool))
+    flat = g.op("Reshape", values, g.constant([-1], torch.int64))
+    return g.op("Compress", flat, g.op("Reshape", mask, g.constant([-1], torch.int64)), axis_i=0)
+
+
+@_onnx_symbolic("aten::masked_scatter")
+def masked_scatter(g, self, mask, source):
+    """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
+    if g.opset < 11:
+        sh.value_error("masked_scatter needs ScatterND (opset 11; pass opset_version=11)")
+    mask = onnx_ops.cast(g, mask, torch.bool)
+    if sh.static_sizes(mask) != sh.static_sizes(self) or sh.static_sizes(self) is None:
+        mask = g.op("Expand", mask, onnx_ops.shape_of(g, self))
+    positions = g.op("Transpose", g.op("NonZero", mask), perm_i=[1, 0])
+    count = onnx_ops.slice(g, g.op("Shape", positions), [0], [0], [1])
+    flat = g.op("Reshape", as_operand(g, source, self.dtype), g.constant([-1], torch.int64))
+    updates = onnx_ops.slice(g, flat, [0], [0], [count])
+    return onnx_ops.scatter_nd(g, self, positions, updates)
+
+
+# ---------------------------------------------------------------------------------------------
+# gather / scatter
+
+
+@_onnx_symbolic("aten::gather")
+def gather(g, self, dim, index, sparse_grad=None):
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("gather", self))
+    if g.opset >= 11:
+        return g.op("GatherElements", self, _as_index(g, index), axis_i=dim)
+    return _gather_one_hot(g, self, dim, index)
+
+
+def _gather_one_hot(g, self, dim: int, index) -> Value:
+    """GatherElements before opset 11: pick along ``dim`` with a one-hot mask and a sum."""
+    mine, theirs = sh.sizes(self), sh.sizes(index)
+    if mine is None or theirs is None or any(a != b for k, (a, b) in enumerate(zip(mine, theirs)) if k != dim) \
+            or self.dtype == torch.bool:
+        sh.value_error("gather before opset 11 needs the index shaped like the input outside `dim` and a "
+                       "numeric input; GatherElements (opset 11) has no such limit: pass opset_version=11")
+    depth = onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0]) if not sh.is_static(self, dim) \
+        else g.constant([mine[dim]], torch.int64)
+    on_off = g.constant([0, 1], self.dtype)
+    one_hot = g.op("OneHot", normalize_index(g, index, self, dim), depth, on_off, axis_i=dim + 1)
+    picked = g.op("Mul", onnx_ops.unsqueeze(g, self, [dim]), one_hot)
+    return onnx_ops.reduce(g, "ReduceSum", picked, [dim + 1], False)
+
+
+@_onnx_symbolic("aten::take_along_dim")
+def take_along_dim(g, self, indices, dim=None):
+    """take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor"""
+    if dim is None or sh.is_none(dim):
+        flat = g.op("Reshape", self, g.constant([-1], torch.int64))
+        index = g.op("Reshape", indices, g.constant([-1], torch.int64))
+        return g.op("Gather", flat, normalize_index(g, index, flat, 0), axis_i=0)
+    if g.opset < 11:
+        sh.value_error("take_along_dim needs GatherElements (opset 11; pass opset_version=11)")
+    rank = _require_rank("take_along_dim", self)
+    dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
+    index = _as_index(g, indices)
+    # broadcast every dim but `dim`: Expand with 1 at `dim` keeps each operand's own size there
+    cut = lambda v: concat_shape(g, [shape_parts(g, v, 0, dim), [1], shape_parts(g, v, dim + 1)])  # noqa: E731
+    self_b = g.op("Expand", self, cut(index))
+    index_b = g.op("Expand", index, cut(self))
+    return g.op("GatherElements", self_b, normalize_index(g, index_b, self_b, dim), axis_i=dim)
+
+
+def _scatter_updates(g, self, index: Value, src) -> Value:
+    """``src`` as updates shaped like ``index``: a scalar is expanded, a larger src is cut."""
+    src = as_operand(g, src, self.dtype)
+    if src.rank == 0 or not isinstance(src, Value) or (sh.static_sizes(src) or [0]) == [1] * (src.rank or 0):
+        return g.op("Expand", g.op("Reshape", src, g.constant([], torch.int64)) if src.rank else src,
+                    onnx_ops.shape_of(g, index))
+    mine, theirs = sh.static_sizes(src), sh.static_sizes(index)
+    if mine is not None and theirs is not None and mine != theirs:
+        axes = [k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b]
+        src = onnx_ops.slice(g, src, axes, [0] * len(axes), [theirs[k] for k in axes])
+    return src
+
+
+_SCATTER_REDUCE = {"add": "add", "multiply": "mul", "sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+
+
+@_onnx_symbolic("aten::scatter")
+def scatter(g, self, dim, index, src, reduce=None):
+    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor; scatter.value(..., Scalar value);
+    scatter.reduce(..., Tensor src, *, str reduce); scatter.value_reduce(..., Scalar value, *, str reduce)"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter", self))
+    index = normalize_index(g, index, self, dim)
+    updates = _scatter_updates(g, self, index, src)
+    mode = sh.const(reduce, None) if reduce is not None else None
+    if mode == "add":
+        return _scatter_add(g, self, dim, index, updates)
+    return onnx_ops.scatter_elements(g, self, dim, index, updates, _SCATTER_REDUCE.get(mode))
+
+
+@_onnx_symbolic("aten::scatter_add")
+def scatter_add(g, self, dim, index, src):
+    """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter_add", self))
+    index = normalize_index(g, index, self, dim)
+    return _scatter_add(g, self, dim, index, _scatter_updates(g, self, index, src))
+
+
+_REDUCE_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": float("-inf"), "amin": float("inf")}
+
+
+@_onnx_symbolic("aten::scatter_reduce")
+def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
+    """scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)
+    -> Tensor"""
+    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter_reduce", self))
+    mode = sh._get_const(reduce, "s", "reduce")
+    keep = True if include_self is None or sh.is_none(include_self) else sh._get_const(include_self, "b", "x")
+    index = normalize_index(g, index, self, dim)
+    updates = _scatter_updates(g, self, index, src)
+    since = 18 if mode in ("amax", "amin") else 16
+    if g.opset < since:
+        sh.value_error(f"scatter_reduce with reduce={mode!r} needs ScatterElements reduction (opset {since}; "
+                       f"pass opset_version={since})")
+    base = self
+    if not keep:
+        identity = _REDUCE_IDENTITY[mode]
+        if not self.dtype.is_floating_point and identity in (float("inf"), float("-inf")):
+            info = torch.iinfo(self.dtype)
+            identity = info.max if identity > 0 else info.min
+        fill = g.op("Expand", g.constant(identity, self.dtype), onnx_ops.shape_of(g, index))
+        base = onnx_ops.scatter_elements(g, self, dim, index, fill)
+    if mode != "mean":
+        return onnx_ops.scatter_elements(g, base, dim, index, updates, _SCATTER_REDUCE[mode])
+    total = onnx_ops.scatter_elements(g, base, dim, index, updates, "add")
+    start = g.op("ConstantOfShape", onnx_ops.shape_of(g, self), value_t=torch.ones(1, dtype=self.dtype)
+                 if keep else torch.zeros(1, dtype=self.dtype))
+    ones = g.op("ConstantOfShape", onnx_ops.shape_of(g, index), value_t=torch.ones(1, dtype=self.dtype))
+    count = onnx_ops.scatter_elements(g, start, dim, index, ones, "add")
+    count = g.op("Max", count, g.constant(1, self.dtype))  # untouched slots keep self (count 0 -> 1)
+    return g.op("Div", total, count)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writes that the in-place pass (torchscript_onnx/prepare_inplace.py) produces, and copy_
+
+
+@_onnx_symbolic("aten::copy")
+def copy(g, self, src, non_blocking=None):
+    """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor"""
+    src = as_operand(g, src, self.dtype)
+    if sh.static_sizes(src) is not None and sh.static_sizes(src) == sh.static_sizes(self):
+        return src
+    return g.op("Expand", src, onnx_ops.shape_of(g, self))
+
+
+@_onnx_symbolic("aten::slice_scatter")
+def slice_scatter(g, self, src, dim=None, start=None, end=None, step=None):
+    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+    -> Tensor"""
+    rank = _require_rank("slice_scatter", self)
+    dim = axis_of(_int_const(dim, 0), rank)
+    begin, stop, step = _int_const(start, 0), _int_const(end, INT64_MAX), _int_const(step, 1)
+    src = as_operand(g, src, self.dtype)
+    if not all(isinstance(v, int) for v in (begin, stop, step)):
+        sh.value_error("slice_scatter: the bounds must be known at export time", self)
+    if sh.is_static(self, dim):
+        size = sh.sizes(self)[dim]
+        begin, stop, _ = builtins.slice(begin, stop, step).indices(size)
+        stop = max(stop, begin)
+    if step == 1:
+        parts = [onnx_ops.slice(g, self, [dim], [0], [begin]), src, onnx_ops.slice(g, self, [dim], [stop], [INT64_MAX])]
+        return g.op("Concat", *parts, axis_i=dim)
+    size = _static_dim("slice_scatter with a step", self, dim)
+    positions = list(range(size))[begin:stop:step]
+    index = g.constant(torch.tensor(positions).reshape([1] * dim + [-1] + [1] * (rank - dim - 1)), torch.int64)
+    index = g.op("Expand", index, onnx_ops.shape_of(g, src))
+    return onnx_ops.scatter_elements(g, self, dim, index, src)
+
+
+@_onnx_symbolic("aten::select_scatter")
+def select_scatter(g, self, src, dim, index):
+    """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
+    rank = _require_rank("select_scatter", self)
+    dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
+    idx = sh._get_const(index, "i", "index")
+    if idx < 0 and sh.is_static(self, dim):
+        idx += sh.sizes(self)[dim]
+    src = onnx_ops.unsqueeze(g, as_operand(g, src, self.dtype), [dim])
+    end = idx + 1 if idx != -1 else INT64_MAX
+    parts = [onnx_ops.slice(g, self, [dim], [0], [idx]), src, onnx_ops.slice(g, self, [dim], [end], [INT64_MAX])]
+    return g.op("Concat", *parts, axis_i=dim)
+
+
+@_onnx_symbolic("aten::diagonal_scatter")
+@sh.parse_args("v", "v", "i", "i", "i")
+def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
+    """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
+    from .tensor import _diagonal_layout
+
+    flat, n, m, perm, positions = _diagonal_layout(g, self, offset, dim1, dim2)
+    axis = len(perm) - 2
+    src = as_operand(g, src, self.dtype)
+    index = g.op("Expand", g.constant(positions, torch.int64), onnx_ops.shape_of(g, src))
+    written = onnx_ops.scatter_elements(g, flat, axis, index, src)
+    moved = g.op("Reshape", written, concat_shape(g, [[0] * axis, [n, m]]))
+    if perm == list(range(len(perm))):
+        return moved
+    return g.op("Transpose", moved, perm_i=sorted(range(len(perm)), key=lambda k: perm[k]))
+
+
+# ---------------------------------------------------------------------------------------------
+# nonzero
+
+
+@_onnx_symbolic("aten::nonzero")
+def nonzero(g, self):
+    """nonzero(Tensor self) -> Tensor"""
+    return g.op("Transpose", g.op("NonZero", self), perm_i=[1, 0])
+
+
+@_onnx_symbolic("aten::argwhere")
+def argwhere(g, self):
+    """argwhere(Tensor self) -> Tensor"""
+    return nonzero(g, self)
+
+
+@_onnx_symbolic("aten::nonzero_numpy")
+def nonzero_numpy(g, self):
+    """nonzero_numpy(Tensor self) -> Tensor[]"""
+    rows = g.op("NonZero", self)
+    return [g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0)
+            for k in range(_require_rank("nonzero_numpy", self))]
+
+
+# ---------------------------------------------------------------------------------------------
+# topk, sort, argsort
+
+
+def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
+    """(values, indices) of TopK with k an int or a runtime 0-d/1-element value."""
+    if g.opset < 11 and not self.dtype.is_floating_point:
+        sh.value_error("TopK on non-float tensors needs opset 11 (pass opset_version=11)", self)
+    if g.opset < 10:
+        if not isinstance(k, int):
+            sh.value_error("TopK with k known only at runtime needs opset 10 (pass opset_version=10)", k)
+        source = self if largest else g.op("Neg", self)
+        values, indices = g.op("TopK", source, k_i=k, axis_i=axis, outputs=2)
+    else:
+        count = g.constant([k], torch.int64) if isinstance(k, int) else \
+            g.op("Reshape", onnx_ops.cast(g, k, torch.int64), g.constant([1], torch.int64))
+        if g.opset >= 11:
+            return g.op("TopK", self, count, axis_i=axis, largest_i=int(largest), sorted_i=int(sorted_), outputs=2)
+        source = self if largest else g.op("Neg", self)
+        values, indices = g.op("TopK", source, count, axis_i=axis, outputs=2)
+    return (values if largest else g.op("Neg", values)), indices
+
+
+@_onnx_symbolic("aten::topk")
+def topk(g, self, k, dim=None, largest=None, sorted=None):
+    """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"""
+    rank = _require_rank("topk", self)
+    axis = axis_of(_int_const(dim, -1), rank)
+    count = _int_const(k, sh.UNKNOWN)
+    count = count if isinstance(count, int) else k
+    return topk_values(g, self, count, axis, bool(_int_const(largest, True)), bool(_int_const(sorted, True)))
+
+
+def _sort(g, self, dim, descending):
+    rank = _require_rank("sort", self)
+    if rank == 0:
+        return self, g.constant(0, torch.int64)
+    axis = axis_of(dim, rank)
+    count = sh.sizes(self)[axis] if sh.is_static(self, axis) else onnx_ops.size(g, self, axis)
+    return topk_values(g, self, count, axis, descending)
+
+
+def _sort_args(args):
+    """sort(self, dim, descending) or sort.stable(self, stable, dim, descending): (dim, descending)."""
+    if len(args) == 3:  # stable overload; ONNX TopK keeps equal elements in index order
+        args = args[1:]
+    dim = _int_const(args[0], -1) if args else -1
+    descending = bool(_int_const(args[1], False)) if len(args) > 1 else False
+    return dim, descending
+
+
+@_onnx_symbolic("aten::sort")
+def sort(g, self, *args):
+    """sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices);
+    sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)"""
+    return _sort(g, self, *_sort_args(args))
+
+
+@_onnx_symbolic("aten::argsort")
+def argsort(g, self, *args):
+    """argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor;
+    argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor"""
+    return _sort(g, self, *_sort_args(args))[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# searchsorted, bucketize, one_hot
+
+
+def _count_below(g, boundaries: Value, values: Value, right: bool, int32: bool) -> Value:
+    """For each value, how many boundaries lie below it (<= with right=True): the insertion index."""
+    dtype = sh.promote_types(boundaries, values)
+    boundaries, values = as_operand(g, boundaries, dtype), as_operand(g, values, dtype)
+    b = boundaries if boundaries.rank == 1 else onnx_ops.unsqueeze(g, boundaries, [boundaries.rank - 1])
+    v = onnx_ops.unsqueeze(g, values, [values.rank])
+    below = g.op("Not", g.op("Less", v, b)) if right else g.op("Greater", v, b)
+    counts = onnx_ops.reduce(g, "ReduceSum", onnx_ops.cast(g, below, torch.int64), [values.rank], False)
+    return onnx_ops.cast(g, counts, torch.int32) if int32 else counts
+
+
+@_onnx_symbolic("aten::searchsorted")
+def searchsorted(g, sorted_sequence, self, out_int32=None, right=None, side=None, sorter=None):
+    """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False,
+    str? side=None, Tensor? sorter=None) -> Tensor"""
+    if sorter is not None and not sh.is_none(sorter):
+        sorted_sequence = gather(g, sorted_sequence, Value("", const=-1), sorter)
+    is_right = bool(_int_const(right, False)) or sh.const(side, None) == "right"
+    scalar = not isinstance(self, Value) or self.rank is None or (self.is_const and not self.in_graph
+                                                                  and not isinstance(self.const, torch.Tensor))
+    values = as_operand(g, self, sorted_sequence.dtype) if scalar else self
+    return _count_below(g, sorted_sequence, values, is_right, bool(_int_const(out_int32, False)))
+
+
+@_onnx_symbolic("aten::bucketize")
+def bucketize(g, self, boundaries, out_int32=None, right=None):
+    """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"""
+    if not isinstance(self, Value) or self.rank is None or not self.in_graph and not isinstance(self.const, torch.Tensor):
+        self = as_operand(g, self, boundaries.dtype)
+    return _count_below(g, boundaries, self, bool(_int_const(right, False)), bool(_int_const(out_int32, False)))
+
+
+@_onnx_symbolic("aten::one_hot")
+def one_hot(g, self, num_classes=None):
+    """one_hot(Tensor self, int num_classes=-1) -> Tensor"""
+    classes = _int_const(num_classes, -1)
+    if classes == -1:
+        top = onnx_ops.reduce(g, "ReduceMax", self, None, False)
+        depth = g.op("Add", top, g.constant(1, torch.int64))
+    else:
+        depth = g.constant(classes, torch.int64)
+    on_off = g.constant([0, 1], torch.int64)
+    return g.op("OneHot", self, depth, on_off, axis_i=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# unique
+
+
+def _unique_all(g, self, axis: int | None):
+    if g.opset < 11:
+        sh.value_error("unique needs ONNX Unique (opset 11; pass opset_version=11)", self)
+    kwargs = {} if axis is None else {"axis_i": axis}
+    values, _, inverse, counts = g.op("Unique", self, sorted_i=1, outputs=4, **kwargs)
+    return values, inverse, counts
+
+
+@_onnx_symbolic("aten::_unique2")
+def _unique2(g, self, sorted=None, return_inverse=None, return_counts=None):
+    """_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False)
+    -> (Tensor, Tensor, Tensor)"""
+    values, inverse, counts = _unique_all(g, self, None)
+    return values, g.op("Reshape", inverse, onnx_ops.shape_of(g, self)), counts
+
+
+@_onnx_symbolic("aten::_unique")
+def _unique(g, self, sorted=None, return_inverse=None):
+    """_unique(Tensor self, bool sorted=True, bool return_inverse=False) -> (Tensor, Tensor)"""
+    values, inverse, _ = _unique_all(g, self, None)
+    return values, g.op("Reshape", inverse, onnx_ops.shape_of(g, self))
+
+
+@_onnx_symbolic("aten::unique_dim")
+def unique_dim(g, self, dim, sorted=None, return_inverse=None, return_counts=None):
+    """unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)
+    -> (Tensor, Tensor, Tensor)"""
+    axis = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("unique_dim", self))
+    return _unique_all(g, self, axis)
+
+
+@_onnx_symbolic("aten::unique_consecutive")
+def unique_consecutive(g, self, return_inverse=None, return_counts=None, dim=None):
+    """unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None)
+    -> (Tensor, Tensor, Tensor)"""
+    if dim is not None and not sh.is_none(dim):
+        sh.unimplemented("unique_consecutive", "dim")
+    flat = g.op("Reshape", self, g.constant([-1], torch.int64))
+    head = onnx_ops.slice(g, flat, [0], [1], [INT64_MAX])
+    tail = onnx_ops.slice(g, flat, [0], [0], [-1])
+    if self.dtype == torch.bool:
+        changed = g.op("Xor", head, tail)
+    else:
+        changed = g.op("Not", g.op("Equal", head, tail))
+    starts = g.op("Concat", g.constant([True]), changed, axis_i=0)
+    values = g.op("Compress", flat, starts, axis_i=0)
+    outputs = [values]
+    if bool(_int_const(return_inverse, False)):
+        if g.opset < 11:
+            sh.value_error("unique_consecutive(return_inverse=True) needs CumSum (opset 11; pass opset_version=11)")
+        position = g.op("CumSum", onnx_ops.cast(g, starts, torch.int64), g.constant(0, torch.int64))
+        inverse = g.op("Sub", position, g.constant(1, torch.int64))
+        outputs.append(g.op("Reshape", inverse, onnx_ops.shape_of(g, self)))
+    else:
+        outputs.append(g.constant(torch.zeros(0, dtype=torch.int64)))
+    if bool(_int_const(return_counts, False)):
+        first = g.op("Reshape", g.op("NonZero", starts), g.constant([-1], torch.int64))
+        ends = g.op("Concat", onnx_ops.slice(g, first, [0], [1], [INT64_MAX]), g.op("Shape", flat), axis_i=0)
+        outputs.append(g.op("Sub", ends, first))
+    else:
+        outputs.append(g.constant(torch.zeros(0, dtype=torch.int64)))
+    return tuple(outputs)
