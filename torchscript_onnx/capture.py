@@ -133,6 +133,7 @@ def normalize_args(model, args, kwargs) -> tuple:
     if kwargs:
         args = args + (dict(kwargs),)
     if not args or not isinstance(args[-1], dict):
+        _check_arity(model, args)
         return args
     named = args[-1]
     positional = list(args[:-1])
@@ -153,7 +154,23 @@ def normalize_args(model, args, kwargs) -> tuple:
             positional.append(p.default)
         else:
             raise TypeError(f"args: the model's forward needs '{p.name}', which args does not give")
+    _check_arity(model, tuple(positional))
     return tuple(positional)
+
+
+def _check_arity(model, args: tuple) -> None:
+    """Fail before tracing when ``args`` cannot be passed to the model's forward."""
+    try:
+        signature = inspect.signature(getattr(model, "forward", model))
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as error:
+        raise TypeError(
+            f"args do not fit the model's forward{signature}: {error} (args give {len(args)} positional "
+            "value(s); a trailing dict in args or kwargs= gives keyword arguments)"
+        ) from None
 
 
 def capture(model, args: tuple, training: TrainingMode) -> Captured:

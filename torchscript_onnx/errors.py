@@ -107,6 +107,10 @@ class UnsupportedOp:
                 f"('{self.name}', fn, {self.opset})")
 
     def describe(self) -> str:
-        where = "; ".join(f"{scope or '<top>'} at {source or '<unknown>'}" for scope, source in self.occurrences[:3])
-        more = f" (+{len(self.occurrences) - 3} more)" if len(self.occurrences) > 3 else ""
-        return f"{self.name} x{len(self.occurrences)} — {where}{more} — {self.next_step()}"
+        places: dict[tuple[str, str], int] = {}
+        for place in self.occurrences:
+            places[place] = places.get(place, 0) + 1
+        shown = [f"{scope or '<top>'} at {source or '<unknown source>'}" + (f" (x{n})" if n > 1 else "")
+                 for (scope, source), n in list(places.items())[:3]]
+        more = f"; +{len(places) - 3} more places" if len(places) > 3 else ""
+        return f"{self.name} x{len(self.occurrences)} — {'; '.join(shown)}{more} — {self.next_step()}"
