@@ -21,6 +21,7 @@ import torch
 CHUNK_BYTES = 1 << 20
 
 # fn(sources, start, stop, *args) -> rows [start, stop) along dim 0 of the result
+# (a 0-d result: called with (0, 1), returns the one value)
 RowFunction = Callable[..., torch.Tensor]
 
 
