@@ -143,7 +143,8 @@ class Graph:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.nodes: list[Node] = []
-        # name -> tensor, in first-use order; written once, straight from the tensors.
+        # name -> tensor, in first-use order; written once, straight from the tensors. The optimizer
+        # may put a lazy.LazyTensor here (folded weights), computed only while being written.
         # Bodies keep none: their large constants live in the outermost graph.
         self.initializers: dict[str, torch.Tensor] = {}
         self.parent = parent
