@@ -43,3 +43,18 @@ def test_identity_of_an_input_that_is_an_output_stays():
     g.graph.outputs = [g.op("Identity", x)]
     assert not RemoveIdentity().run(g.graph)
     assert op_types(g.graph) == ["Identity"]
+
+
+def test_identity_read_by_a_subgraph_stays():
+    from torchscript_onnx.ir import Graph
+
+    g = context()
+    x = g.graph.add_input("x", torch.float32, (2, 3))
+    copy = g.op("Identity", g.op("Neg", x))
+    body = Graph()
+    body.nodes.append(body.add_node("Relu", "", [copy], {}, 1))
+    body.outputs = [body.nodes[0].outputs[0]]
+    condition = g.op("ReduceMax", g.op("Greater", x, x), keepdims_i=0)
+    g.graph.outputs = [g.op("If", condition, then_branch_g=body, else_branch_g=body)]
+    assert not RemoveIdentity().run(g.graph)
+    assert op_types(g.graph).count("Identity") == 1

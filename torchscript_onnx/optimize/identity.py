@@ -1,23 +1,26 @@
 """Remove Identity nodes: readers of the output read the input instead.
 
-An Identity that produces a graph output is kept when its input is a graph input, an initializer
-or another output (ONNX needs a node there), otherwise the input value takes the output's name.
+An Identity whose output a subgraph (If/Loop body) reads stays. An Identity that produces a graph
+output is kept when its input is a graph input, an initializer or another output (ONNX needs a node
+there), otherwise the input value takes the output's name.
 """
 
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from .subgraphs import subgraph_references
 
 
 class RemoveIdentity:
     def run(self, graph: Graph) -> bool:
         replace: dict[int, object] = {}
         outputs = {id(v): k for k, v in enumerate(graph.outputs)}
+        inner = subgraph_references(graph)  # If/Loop bodies read these by name: keep their Identity
         kept: list[Node] = []
         changed = False
         for node in graph.nodes:
             node.inputs = [replace.get(id(v), v) if v is not None else None for v in node.inputs]
-            if node.op_type != "Identity" or node.domain:
+            if node.op_type != "Identity" or node.domain or node.outputs[0].name in inner:
                 kept.append(node)
                 continue
             source, out = node.inputs[0], node.outputs[0]
