@@ -63,7 +63,8 @@ def select_model_mode_for_export(model, mode) -> Iterator[None]:
 @contextlib.contextmanager
 def _state_preserved(model) -> Iterator[None]:
     """Put back what a forward pass may change: buffers (running stats in training mode, counters,
-    reassigned caches) and the parameters' ``requires_grad``. Only buffers that changed are restored."""
+    reassigned caches) and the parameters' ``requires_grad``. Only buffers that changed are written
+    back (batch norm updates its running stats without bumping ``_version``, so values are compared)."""
     if not isinstance(model, torch.nn.Module):
         yield
         return
@@ -77,7 +78,7 @@ def _state_preserved(model) -> Iterator[None]:
             for module, name, buffer, version, copy in buffers:
                 if module._buffers.get(name) is not buffer:
                     module._buffers[name] = buffer
-                if buffer._version != version:
+                if buffer._version != version or not torch.equal(buffer, copy):
                     buffer.copy_(copy)
         for param, requires_grad in grads:
             if param.requires_grad != requires_grad:

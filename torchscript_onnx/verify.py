@@ -61,7 +61,9 @@ def flatten_inputs(args: tuple) -> list:
             flat.extend(flatten_inputs(tuple(item)))
         elif isinstance(item, dict):
             flat.extend(flatten_inputs(tuple(item.values())))
-        elif isinstance(item, (bool, int, float)):
+        elif isinstance(item, float):  # Python floats are double inputs, as in legacy
+            flat.append(torch.tensor(item, dtype=torch.float64))
+        elif isinstance(item, (bool, int)):
             flat.append(torch.tensor(item))
     return flat
 
