@@ -11,3 +11,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(10)
+from .opset10.math import *  # noqa: F401,F403

@@ -10,3 +10,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(12)
+from .opset12.activation import *  # noqa: F401,F403

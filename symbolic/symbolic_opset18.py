@@ -11,3 +11,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(18)
+from .opset18.activation import *  # noqa: F401,F403

@@ -14,3 +14,5 @@ from .opset9.control import *  # noqa: F401,F403
 from .opset9.rnn import *  # noqa: F401,F403
 from .opset9.embedding import *  # noqa: F401,F403
 from .opset9.indexing import *  # noqa: F401,F403
+from .opset9.activation import *  # noqa: F401,F403
+from .opset9.logical import *  # noqa: F401,F403

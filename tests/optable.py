@@ -108,3 +108,37 @@ def run_below_min(case: Case, opset: int) -> None:
         export(case.module(), case.inputs(), io.BytesIO(), opset_version=opset, **case.export_options)
     assert isinstance(info.value, (UnsupportedOperatorError,)) or "opset" in str(info.value)
     assert str(case.min_opset) in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed samples, for tables that run one op over several dtypes
+
+
+def sample(dtype: torch.dtype, kind: str = "any", shape: tuple = (3, 4)) -> torch.Tensor:
+    """A random tensor of ``dtype``: kind "any" (signed), "pos" (> 0), "nonzero" or "unit" (|x| < 0.9)."""
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    if dtype.is_floating_point:
+        magnitude = torch.rand(shape) * 3 + 0.1
+        sign = torch.where(torch.rand(shape) > 0.5, 1.0, -1.0)
+        values = {"any": torch.randn(shape) * 2, "pos": magnitude, "nonzero": magnitude * sign,
+                  "unit": torch.rand(shape) * 1.8 - 0.9}[kind]
+        return values.to(dtype)
+    low = 0 if dtype == torch.uint8 else -6
+    magnitude = torch.randint(1, 7, shape)
+    sign = torch.where(torch.rand(shape) > 0.5, 1, -1) if low < 0 else 1
+    values = {"any": torch.randint(low, 7, shape), "pos": magnitude, "nonzero": magnitude * sign,
+              "unit": torch.randint(0, 2, shape)}[kind]
+    return values.to(dtype)
+
+
+def per_dtype(name: str, model: Callable, dtypes: Sequence[torch.dtype], kinds: Sequence[str] = ("any",),
+              **case_options) -> list[Case]:
+    """One case per dtype, named ``name-dtype``; the inputs are ``sample(dtype, kind)`` per kind."""
+    cases = []
+    for dtype in dtypes:
+        def inputs(dtype=dtype):
+            return tuple(sample(dtype, kind) for kind in kinds)
+
+        cases.append(Case(f"{name}-{str(dtype).replace('torch.', '')}", model, inputs, **case_options))
+    return cases

@@ -1,7 +1,19 @@
-"""Elementwise arithmetic and activations at opset 9 (the base most later opsets fall back to)."""
+"""Elementwise arithmetic and math functions at opset 9 (the base most later opsets fall back to).
+
+Typing follows torch: the result dtype is the one the trace recorded (``g.output_dtype()``), Python
+scalars take the tensor's dtype. ONNX ops accept fewer element types than torch (Add at opset 7
+has no int8, Floor takes only floats, Max takes ints only from opset 12): ``native_dtype`` reads
+the ONNX schema of the target opset and picks the narrowest type that holds the values exactly;
+``unary`` and ``binary`` compute in it and cast back.
+"""
 
 from __future__ import annotations
 
+import builtins
+import functools
+import math
+
+import onnx.defs
 import torch
 
 from torchscript_onnx import dtypes
@@ -13,10 +25,95 @@ from ..registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(9)
 
+# ---------------------------------------------------------------------------------------------
+# Typing helpers (used by activation.py and logical.py too)
+
+_ONNX_TYPE_NAMES = {
+    "tensor(bool)": torch.bool, "tensor(uint8)": torch.uint8, "tensor(int8)": torch.int8,
+    "tensor(int16)": torch.int16, "tensor(int32)": torch.int32, "tensor(int64)": torch.int64,
+    "tensor(uint16)": torch.uint16, "tensor(uint32)": torch.uint32, "tensor(uint64)": torch.uint64,
+    "tensor(float16)": torch.float16, "tensor(bfloat16)": torch.bfloat16,
+    "tensor(float)": torch.float32, "tensor(double)": torch.float64,
+}
+# Wider types that hold every value of a type exactly (int64 in float64 only up to 2**53).
+_WIDER = {
+    torch.bool: (torch.int32, torch.int64, torch.float32, torch.float64),
+    torch.uint8: (torch.int32, torch.int64, torch.float32, torch.float64),
+    torch.int8: (torch.int32, torch.int64, torch.float32, torch.float64),
+    torch.int16: (torch.int32, torch.int64, torch.float32, torch.float64),
+    torch.uint16: (torch.int32, torch.int64, torch.float32, torch.float64),
+    torch.int32: (torch.int64, torch.float64),
+    torch.uint32: (torch.int64, torch.float64),
+    torch.int64: (torch.float64,),
+    torch.uint64: (torch.float64,),
+    torch.float16: (torch.float32, torch.float64),
+    torch.bfloat16: (torch.float32, torch.float64),
+    torch.float32: (torch.float64,),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def onnx_input_types(op_type: str, opset: int, index: int = 0) -> frozenset:
+    """The torch dtypes ONNX ``op_type`` takes for input ``index`` at ``opset``, from its schema."""
+    schema = onnx.defs.get_schema(op_type, opset)
+    formal = schema.inputs[min(index, len(schema.inputs) - 1)]
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == formal.type_str:
+            return frozenset(_ONNX_TYPE_NAMES[t] for t in constraint.allowed_type_strs if t in _ONNX_TYPE_NAMES)
+    return frozenset([_ONNX_TYPE_NAMES[formal.type_str]] if formal.type_str in _ONNX_TYPE_NAMES else [])
+
+
+# Types the schema lists but onnxruntime's CPU kernels lack: (first opset, last opset, types).
+# ``native_dtype`` widens around them when a wider type holds the values; float16 needs no entry
+# (onnxruntime computes float16 nodes in float32 by itself).
+RUNTIME_GAPS = {
+    "Clip": ((7, 11, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
+    "Max": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
+    "Min": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
+    "Where": ((9, 99, frozenset({torch.bool, torch.int16, torch.uint16, torch.uint64})),),
+    "Relu": ((14, 99, frozenset({torch.int16, torch.int64})),),
+    "BitShift": ((11, 99, frozenset({torch.uint16})),),
+}
+
+
+def runtime_supports(g, op_type: str, dtype: torch.dtype | None, index: int = 0) -> bool:
+    """Whether ONNX ``op_type`` takes ``dtype`` at the target opset and onnxruntime implements it."""
+    if dtype not in onnx_input_types(op_type, g.opset, index):
+        return False
+    return not any(lo <= g.opset <= hi and dtype in gap for lo, hi, gap in RUNTIME_GAPS.get(op_type, ()))
+
+
+def native_dtype(g, op_type: str, dtype: torch.dtype | None, index: int = 0) -> torch.dtype | None:
+    """``dtype`` if ONNX ``op_type`` takes it at the target opset, else the narrowest wider type it takes."""
+    if dtype is None or runtime_supports(g, op_type, dtype, index):
+        return dtype
+    for wider in _WIDER.get(dtype, ()):
+        if runtime_supports(g, op_type, wider, index):
+            return wider
+    spec = onnx_input_types(op_type, g.opset, index)
+    for candidate in (dtype, *_WIDER.get(dtype, ())):
+        if candidate in spec:
+            return candidate  # valid ONNX; only onnxruntime lacks the kernel
+    sh.value_error(f"ONNX {op_type} at opset {g.opset} takes no tensor of {dtype} or a type that holds it")
+
+
+def require_opset(g, opset: int, what: str) -> None:
+    """Raise the clear error for conversions ONNX can express only from ``opset`` on."""
+    if g.opset < opset:
+        sh.value_error(f"{what} needs opset {opset} or higher (pass opset_version={opset})")
+
 
 def result_dtype(g, *operands) -> torch.dtype | None:
     """The dtype torch gives the op's result: from the trace when recorded, else by promotion."""
     return g.output_dtype() or sh.promote_types(*operands)
+
+
+def float_dtype(g, self) -> torch.dtype:
+    """The result dtype of a floating-point function of ``self`` (integers compute in float32)."""
+    dtype = g.output_dtype()
+    if dtypes.is_floating(dtype):
+        return dtype
+    return self.dtype if dtypes.is_floating(sh.dtype(self)) else torch.float32
 
 
 def as_operand(g, value, dtype: torch.dtype | None) -> Value:
@@ -31,17 +128,86 @@ def as_operand(g, value, dtype: torch.dtype | None) -> Value:
     return onnx_ops.cast(g, value, dtype)
 
 
-def binary(g, op_type: str, self, other, compute_dtype: torch.dtype | None = None):
-    """``op_type`` on two operands brought to one dtype (torch's promotion)."""
+def unary(g, op_type: str, self, dtype: torch.dtype | None = None, **attrs) -> Value:
+    """``op_type`` on ``self`` as ``dtype`` (default: the traced result dtype), computed in a type ONNX takes."""
+    dtype = dtype or g.output_dtype() or sh.scalar_type_of(self)
+    native = native_dtype(g, op_type, dtype)
+    out = g.op(op_type, as_operand(g, self, native), **attrs)
+    return onnx_ops.cast(g, out, dtype)
+
+
+def binary(g, op_type: str, self, other, compute_dtype: torch.dtype | None = None) -> Value:
+    """``op_type`` on two operands brought to one dtype (torch's promotion); the result has that dtype."""
     dtype = compute_dtype or result_dtype(g, self, other)
-    return g.op(op_type, as_operand(g, self, dtype), as_operand(g, other, dtype))
+    native = native_dtype(g, op_type, dtype)
+    out = g.op(op_type, as_operand(g, self, native), as_operand(g, other, native))
+    return onnx_ops.cast(g, out, dtype)
+
+
+def _float_unary(g, op_type: str, self) -> Value:
+    """A floating-point function: integer and bool inputs compute in float32, as torch does."""
+    return unary(g, op_type, self, float_dtype(g, self))
+
+
+def _is_integral(v) -> bool:
+    dtype = sh.scalar_type_of(v)
+    return dtype is not None and not dtypes.is_floating(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison helpers (the aten ops live in logical.py)
+
+_INF = float("inf")
+
+
+def compare(g, op_type: str, self, other) -> Value:
+    """Equal/Less/Greater/LessOrEqual/GreaterOrEqual after torch's promotion, at any opset."""
+    dtype = sh.promote_types(self, other)
+    if op_type in ("LessOrEqual", "GreaterOrEqual") and g.opset < 12:
+        strict = compare(g, op_type.replace("OrEqual", ""), self, other)
+        return g.op("Or", strict, compare(g, "Equal", self, other))
+    if op_type == "Equal" and dtypes.is_floating(dtype) and g.opset < 11:
+        return _float_equal(g, self, other, dtype)
+    native = native_dtype(g, op_type, dtype)
+    return g.op(op_type, as_operand(g, self, native), as_operand(g, other, native))
+
+
+def _float_equal(g, self, other, dtype) -> Value:
+    # Equal takes floats from opset 11: a == b is neither a < b nor a > b, and no NaN (a + b is
+    # NaN when either is; inf + -inf is NaN too, but then a < b or a > b already holds).
+    native = native_dtype(g, "Less", dtype)
+    a, b = as_operand(g, self, native), as_operand(g, other, native)
+    ordered = g.op("Or", g.op("Less", a, b), g.op("Greater", a, b))
+    return g.op("Not", g.op("Or", ordered, isnan(g, g.op("Add", a, b))))
+
+
+def isnan(g, x: Value) -> Value:
+    """Elementwise NaN test; integers are never NaN."""
+    if not dtypes.is_floating(x.dtype):
+        return compare(g, "Less", x, x)  # all False, with x's shape
+    if g.opset < 9:
+        # NaN is the only value neither below +inf nor above -inf (IsNaN arrived in opset 9).
+        finite_or_inf = g.op("Or", g.op("Less", x, g.constant(_INF, x.dtype)),
+                             g.op("Greater", x, g.constant(-_INF, x.dtype)))
+        return g.op("Not", finite_or_inf)
+    return g.op("IsNaN", as_operand(g, x, native_dtype(g, "IsNaN", x.dtype)))
+
+
+def where(g, condition: Value, self: Value, other: Value) -> Value:
+    """ONNX Where (opset 9+) for internal use by decompositions."""
+    require_opset(g, 9, "this conversion (it uses ONNX Where)")
+    return g.op("Where", condition, self, other)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
 
 
 def _scaled(g, other, alpha, dtype):
     factor = sh.const(alpha, 1) if alpha is not None else 1
     if sh.is_none(alpha) or factor == 1:
         return other
-    return g.op("Mul", as_operand(g, other, dtype), g.constant(factor, dtype))
+    return binary(g, "Mul", other, g.constant(factor, dtype), dtype)
 
 
 @_onnx_symbolic("aten::add")
@@ -67,9 +233,17 @@ def rsub(g, self, other, alpha=None):
 @_onnx_symbolic("aten::mul")
 def mul(g, self, other):
     """mul.Tensor(Tensor self, Tensor other) -> Tensor"""
-    if self.dtype == torch.bool and sh.scalar_type_of(other) == torch.bool:
-        return g.op("And", self, as_operand(g, other, torch.bool))
+    if result_dtype(g, self, other) == torch.bool:
+        return g.op("And", as_operand(g, self, torch.bool), as_operand(g, other, torch.bool))
     return binary(g, "Mul", self, other)
+
+
+@_onnx_symbolic("aten::square")
+def square(g, self):
+    """square(Tensor self) -> Tensor"""
+    dtype = result_dtype(g, self)
+    x = as_operand(g, self, dtype)
+    return binary(g, "Mul", x, x, dtype)
 
 
 @_onnx_symbolic("aten::div")
@@ -79,123 +253,542 @@ def div(g, self, other, rounding_mode=None):
     dtype = result_dtype(g, self, other)
     if mode is None:
         # true division: integer inputs divide as floats
-        compute = dtype if dtypes.is_floating(dtype) else torch.float32
-        return binary(g, "Div", self, other, compute)
+        return binary(g, "Div", self, other, dtype if dtypes.is_floating(dtype) else torch.float32)
     if dtypes.is_floating(dtype):
         quotient = binary(g, "Div", self, other, dtype)
-        return g.op("Floor", quotient) if mode == "floor" else _trunc(g, quotient)
+        return unary(g, "Floor", quotient, dtype) if mode == "floor" else trunc_float(g, quotient)
     if mode == "trunc":
         return binary(g, "Div", self, other, dtype)  # ONNX integer Div truncates
-    return _floor_divide_int(g, as_operand(g, self, dtype), as_operand(g, other, dtype))
+    native = native_dtype(g, "Div", dtype)
+    quotient = floor_divide_int(g, as_operand(g, self, native), as_operand(g, other, native))
+    return onnx_ops.cast(g, quotient, dtype)
 
 
-def _trunc(g, x: Value) -> Value:
-    """Round toward zero: floor(|x|) * sign(x) (ONNX has no Trunc)."""
-    return g.op("Mul", g.op("Floor", g.op("Abs", x)), g.op("Sign", x))
+@_onnx_symbolic("aten::true_divide")
+def true_divide(g, self, other):
+    """true_divide.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return div(g, self, other)
 
 
-def _floor_divide_int(g, a: Value, b: Value) -> Value:
+@_onnx_symbolic("aten::floor_divide")
+def floor_divide(g, self, other):
+    """floor_divide(Tensor self, Tensor other) -> Tensor"""
+    return div(g, self, other, "floor")
+
+
+def trunc_float(g, x: Value) -> Value:
+    """Round toward zero (ONNX has no Trunc)."""
+    if g.opset >= 9:
+        return g.op("Mul", g.op("Floor", g.op("Abs", x)), g.op("Sign", x))
+    # no Sign before opset 9: floor, plus 1 for negative non-integers
+    floor = g.op("Floor", x)
+    zero = g.constant(0, x.dtype)
+    fix = g.op("And", g.op("Less", x, zero), g.op("Greater", x, floor))
+    return g.op("Add", floor, g.op("Cast", fix, to_i=dtypes.to_onnx(x.dtype)))
+
+
+def floor_divide_int(g, a: Value, b: Value) -> Value:
     """Integer floor division from truncating Div: subtract 1 where signs differ and a remainder exists."""
     quotient = g.op("Div", a, b)
     remainder = g.op("Sub", a, g.op("Mul", quotient, b))
     zero = g.constant(0, a.dtype)
-    signs_differ = g.op("Xor", g.op("Less", a, zero), g.op("Less", b, zero))
-    has_remainder = g.op("Not", g.op("Equal", remainder, zero))
+    signs_differ = g.op("Xor", compare(g, "Less", a, zero), compare(g, "Less", b, zero))
+    has_remainder = g.op("Not", compare(g, "Equal", remainder, zero))
     fix = g.op("Cast", g.op("And", signs_differ, has_remainder), to_i=dtypes.to_onnx(a.dtype))
     return g.op("Sub", quotient, fix)
+
+
+@_onnx_symbolic("aten::remainder")
+def remainder(g, self, other):
+    """remainder.Tensor(Tensor self, Tensor other) -> Tensor"""
+    # torch's remainder takes the sign of the divisor: a - floor(a / b) * b
+    dtype = result_dtype(g, self, other)
+    native = native_dtype(g, "Div", dtype)
+    a, b = as_operand(g, self, native), as_operand(g, other, native)
+    if dtypes.is_floating(native):
+        quotient = g.op("Floor", g.op("Div", a, b))
+    else:
+        quotient = floor_divide_int(g, a, b)
+    return onnx_ops.cast(g, g.op("Sub", a, g.op("Mul", quotient, b)), dtype)
+
+
+@_onnx_symbolic("aten::fmod")
+def fmod(g, self, other):
+    """fmod.Tensor(Tensor self, Tensor other) -> Tensor"""
+    # the C fmod takes the sign of the dividend: a - trunc(a / b) * b
+    dtype = result_dtype(g, self, other)
+    native = native_dtype(g, "Div", dtype)
+    a, b = as_operand(g, self, native), as_operand(g, other, native)
+    quotient = g.op("Div", a, b)
+    if dtypes.is_floating(native):
+        quotient = trunc_float(g, quotient)
+    return onnx_ops.cast(g, g.op("Sub", a, g.op("Mul", quotient, b)), dtype)
 
 
 @_onnx_symbolic("aten::neg")
 def neg(g, self):
     """neg(Tensor self) -> Tensor"""
-    return g.op("Neg", self)
-
-
-def _float_input(g, self: Value) -> Value:
-    """Integer inputs to float functions compute in float32, as torch does."""
-    if self.dtype is not None and not dtypes.is_floating(self.dtype):
-        return onnx_ops.cast(g, self, torch.float32)
-    return self
-
-
-@_onnx_symbolic("aten::relu")
-def relu(g, self):
-    """relu(Tensor self) -> Tensor"""
-    return g.op("Relu", self)
-
-
-@_onnx_symbolic("aten::sigmoid")
-def sigmoid(g, self):
-    """sigmoid(Tensor self) -> Tensor"""
-    return g.op("Sigmoid", _float_input(g, self))
-
-
-@_onnx_symbolic("aten::tanh")
-def tanh(g, self):
-    """tanh(Tensor self) -> Tensor"""
-    return g.op("Tanh", _float_input(g, self))
-
-
-@_onnx_symbolic("aten::exp")
-def exp(g, self):
-    """exp(Tensor self) -> Tensor"""
-    return g.op("Exp", _float_input(g, self))
-
-
-@_onnx_symbolic("aten::log")
-def log(g, self):
-    """log(Tensor self) -> Tensor"""
-    return g.op("Log", _float_input(g, self))
-
-
-@_onnx_symbolic("aten::sqrt")
-def sqrt(g, self):
-    """sqrt(Tensor self) -> Tensor"""
-    return g.op("Sqrt", _float_input(g, self))
+    return unary(g, "Neg", self)
 
 
 @_onnx_symbolic("aten::abs")
 def abs(g, self):  # noqa: A001 - named after the aten op
     """abs(Tensor self) -> Tensor"""
-    return g.op("Abs", self)
+    return unary(g, "Abs", self)
 
 
-@_onnx_symbolic("aten::leaky_relu")
-@sh.parse_args("v", "f")
-def leaky_relu(g, self, negative_slope=0.01):
-    """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
-    return g.op("LeakyRelu", self, alpha_f=negative_slope)
+@_onnx_symbolic("aten::sign")
+def sign(g, self):
+    """sign(Tensor self) -> Tensor"""
+    dtype = g.output_dtype() or self.dtype
+    if dtype == torch.bool:
+        return self
+    if g.opset >= 9:
+        return unary(g, "Sign", self, dtype)
+    # Sign arrived in opset 9: (x > 0) - (x < 0)
+    native = native_dtype(g, "Sub", dtype)
+    zero = g.constant(0, dtype)
+    positive = g.op("Cast", compare(g, "Greater", self, zero), to_i=dtypes.to_onnx(native))
+    negative = g.op("Cast", compare(g, "Less", self, zero), to_i=dtypes.to_onnx(native))
+    return onnx_ops.cast(g, g.op("Sub", positive, negative), dtype)
 
 
-@_onnx_symbolic("aten::hardtanh")
-@sh.parse_args("v", "f", "f")
-def hardtanh(g, self, min_val=-1.0, max_val=1.0):
-    """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
-    return onnx_ops.clip(g, self, min_val, max_val)
+@_onnx_symbolic("aten::addcmul")
+def addcmul(g, self, tensor1, tensor2, value=1):
+    """addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor"""
+    dtype = result_dtype(g, self, tensor1, tensor2)
+    product = binary(g, "Mul", tensor1, tensor2, dtype)
+    return binary(g, "Add", self, _scaled(g, product, value, dtype), dtype)
 
 
-@_onnx_symbolic("aten::relu6")
-def relu6(g, self):
-    """relu6(Tensor self) -> Tensor"""
-    return onnx_ops.clip(g, self, 0.0, 6.0)
+@_onnx_symbolic("aten::addcdiv")
+def addcdiv(g, self, tensor1, tensor2, value=1):
+    """addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor"""
+    dtype = result_dtype(g, self, tensor1, tensor2)
+    quotient = binary(g, "Div", tensor1, tensor2, dtype)
+    return binary(g, "Add", self, _scaled(g, quotient, value, dtype), dtype)
+
+
+@_onnx_symbolic("aten::lerp")
+def lerp(g, self, end, weight):
+    """lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor"""
+    dtype = result_dtype(g, self, end, weight)
+    start, end, w = (as_operand(g, v, dtype) for v in (self, end, weight))
+    diff = g.op("Sub", end, start)
+    # torch interpolates from the nearer end: start + w * diff for |w| < 0.5, else end - (1 - w) * diff
+    low = g.op("Add", start, g.op("Mul", w, diff))
+    high = g.op("Sub", end, g.op("Mul", g.op("Sub", g.constant(1.0, dtype), w), diff))
+    known = sh.const(weight, None)
+    if isinstance(known, (int, float)) or (isinstance(known, torch.Tensor) and known.numel() == 1):
+        return low if builtins.abs(float(known)) < 0.5 else high
+    return where(g, g.op("Less", g.op("Abs", w), g.constant(0.5, dtype)), low, high)
+
+
+@_onnx_symbolic("aten::logaddexp")
+def logaddexp(g, self, other):
+    """logaddexp(Tensor self, Tensor other) -> Tensor"""
+    dtype = result_dtype(g, self, other)
+    a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
+    larger = binary(g, "Max", a, b, dtype)
+    gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
+    return g.op("Add", larger, g.op("Log", g.op("Add", g.op("Exp", gap), g.constant(1.0, dtype))))
+
+
+@_onnx_symbolic("aten::xlogy")
+def xlogy(g, self, other):
+    """xlogy.Tensor(Tensor self, Tensor other) -> Tensor"""
+    dtype = float_dtype(g, self)
+    x, y = as_operand(g, self, dtype), as_operand(g, other, dtype)
+    product = g.op("Mul", x, g.op("Log", y))
+    # 0 where x == 0, unless y is NaN
+    zero = g.constant(0.0, dtype)
+    x_is_zero = g.op("And", compare(g, "Equal", x, zero), g.op("Not", isnan(g, y)))
+    return where(g, x_is_zero, zero, product)
+
+
+# ---------------------------------------------------------------------------------------------
+# Powers, exponentials and logarithms
+
+
+@_onnx_symbolic("aten::pow")
+def pow(g, self, exponent):  # noqa: A001 - named after the aten op
+    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor"""
+    dtype = result_dtype(g, self, exponent)
+    power = _bound(exponent)
+    if isinstance(power, int) and not isinstance(power, bool) and 1 <= power <= 4 and not dtypes.is_floating(dtype):
+        # small integer powers of integers multiply exactly (ONNX Pow takes ints only from opset 12)
+        base = as_operand(g, self, dtype)
+        out = base
+        for _ in range(power - 1):
+            out = binary(g, "Mul", out, base, dtype)
+        return out
+    # Pow before opset 12 takes one float type for base and exponent; later ones take int bases
+    native = native_dtype(g, "Pow", dtype)
+    out = g.op("Pow", as_operand(g, self, native), as_operand(g, exponent, native))
+    if native != dtype and not dtypes.is_floating(dtype):
+        out = _round_half_even(g, out)  # a float power of integers may land just below the integer
+    return onnx_ops.cast(g, out, dtype)
+
+
+@_onnx_symbolic("aten::float_power")
+def float_power(g, self, exponent):
+    """float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor"""
+    return binary(g, "Pow", self, exponent, torch.float64)
+
+
+@_onnx_symbolic("aten::reciprocal")
+def reciprocal(g, self):
+    """reciprocal(Tensor self) -> Tensor"""
+    return _float_unary(g, "Reciprocal", self)
+
+
+@_onnx_symbolic("aten::sqrt")
+def sqrt(g, self):
+    """sqrt(Tensor self) -> Tensor"""
+    return _float_unary(g, "Sqrt", self)
+
+
+@_onnx_symbolic("aten::rsqrt")
+def rsqrt(g, self):
+    """rsqrt(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return unary(g, "Reciprocal", unary(g, "Sqrt", self, dtype), dtype)
+
+
+@_onnx_symbolic("aten::exp")
+def exp(g, self):
+    """exp(Tensor self) -> Tensor"""
+    return _float_unary(g, "Exp", self)
+
+
+@_onnx_symbolic("aten::exp2")
+def exp2(g, self):
+    """exp2(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return binary(g, "Pow", g.constant(2.0, dtype), self, dtype)
+
+
+@_onnx_symbolic("aten::expm1")
+def expm1(g, self):
+    """expm1(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return binary(g, "Sub", unary(g, "Exp", self, dtype), g.constant(1.0, dtype), dtype)
+
+
+@_onnx_symbolic("aten::log")
+def log(g, self):
+    """log(Tensor self) -> Tensor"""
+    return _float_unary(g, "Log", self)
+
+
+@_onnx_symbolic("aten::log1p")
+def log1p(g, self):
+    """log1p(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return unary(g, "Log", binary(g, "Add", self, g.constant(1.0, dtype), dtype), dtype)
+
+
+def _log_base(g, self, base: float) -> Value:
+    dtype = float_dtype(g, self)
+    return binary(g, "Div", unary(g, "Log", self, dtype), g.constant(math.log(base), dtype), dtype)
+
+
+@_onnx_symbolic("aten::log2")
+def log2(g, self):
+    """log2(Tensor self) -> Tensor"""
+    return _log_base(g, self, 2.0)
+
+
+@_onnx_symbolic("aten::log10")
+def log10(g, self):
+    """log10(Tensor self) -> Tensor"""
+    return _log_base(g, self, 10.0)
+
+
+@_onnx_symbolic("aten::erf")
+def erf(g, self):
+    """erf(Tensor self) -> Tensor"""
+    require_opset(g, 9, "aten::erf (ONNX Erf)")
+    return _float_unary(g, "Erf", self)
+
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), single precision.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+@_onnx_symbolic("aten::erfinv")
+def erfinv(g, self):
+    """erfinv(Tensor self) -> Tensor"""
+    # No ONNX op: Giles' polynomial approximation, refined by one Newton step on erf.
+    require_opset(g, 9, "aten::erfinv (it uses ONNX Erf and Where)")
+    dtype = float_dtype(g, self)
+    x = as_operand(g, self, dtype)
+    one = g.constant(1.0, dtype)
+    w = g.op("Neg", g.op("Log", g.op("Mul", g.op("Sub", one, x), g.op("Add", one, x))))
+
+    def poly(t, coefficients):
+        p = g.constant(coefficients[0], dtype)
+        for c in coefficients[1:]:
+            p = g.op("Add", g.op("Mul", p, t), g.constant(c, dtype))
+        return p
+
+    central = poly(g.op("Sub", w, g.constant(2.5, dtype)), _ERFINV_CENTRAL)
+    tail = poly(g.op("Sub", g.op("Sqrt", w), g.constant(3.0, dtype)), _ERFINV_TAIL)
+    # erfinv(x) / x is positive; Abs also fixes the sign the tail polynomial gets at |x| == 1 (w == inf)
+    y = g.op("Mul", g.op("Abs", g.op("Where", g.op("Less", w, g.constant(5.0, dtype)), central, tail)), x)
+    # Newton: y -= (erf(y) - x) / (2 / sqrt(pi) * exp(-y^2)); skipped where y is infinite (|x| == 1)
+    slope = g.op("Mul", g.constant(2.0 / math.sqrt(math.pi), dtype), g.op("Exp", g.op("Neg", g.op("Mul", y, y))))
+    step = g.op("Div", g.op("Sub", g.op("Erf", y), x), slope)
+    finite = g.op("Less", g.op("Abs", y), g.constant(_INF, dtype))
+    return g.op("Where", finite, g.op("Sub", y, step), y)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trigonometric and hyperbolic functions
+
+
+@_onnx_symbolic("aten::sin")
+def sin(g, self):
+    """sin(Tensor self) -> Tensor"""
+    return _float_unary(g, "Sin", self)
+
+
+@_onnx_symbolic("aten::cos")
+def cos(g, self):
+    """cos(Tensor self) -> Tensor"""
+    return _float_unary(g, "Cos", self)
+
+
+@_onnx_symbolic("aten::tan")
+def tan(g, self):
+    """tan(Tensor self) -> Tensor"""
+    return _float_unary(g, "Tan", self)
+
+
+@_onnx_symbolic("aten::asin")
+def asin(g, self):
+    """asin(Tensor self) -> Tensor"""
+    return _float_unary(g, "Asin", self)
+
+
+@_onnx_symbolic("aten::acos")
+def acos(g, self):
+    """acos(Tensor self) -> Tensor"""
+    return _float_unary(g, "Acos", self)
+
+
+@_onnx_symbolic("aten::atan")
+def atan(g, self):
+    """atan(Tensor self) -> Tensor"""
+    return _float_unary(g, "Atan", self)
+
+
+@_onnx_symbolic("aten::tanh")
+def tanh(g, self):
+    """tanh(Tensor self) -> Tensor"""
+    return _float_unary(g, "Tanh", self)
+
+
+def _exp_pair(g, self, dtype):
+    x = as_operand(g, self, native_dtype(g, "Exp", dtype))
+    return x, g.op("Exp", x), g.op("Exp", g.op("Neg", x))
+
+
+@_onnx_symbolic("aten::sinh")
+def sinh(g, self):
+    """sinh(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    if g.opset >= 9:
+        return unary(g, "Sinh", self, dtype)
+    _, up, down = _exp_pair(g, self, dtype)  # Sinh arrived in opset 9
+    return onnx_ops.cast(g, g.op("Mul", g.op("Sub", up, down), g.constant(0.5, up.dtype)), dtype)
+
+
+@_onnx_symbolic("aten::cosh")
+def cosh(g, self):
+    """cosh(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    if g.opset >= 9:
+        return unary(g, "Cosh", self, dtype)
+    _, up, down = _exp_pair(g, self, dtype)
+    return onnx_ops.cast(g, g.op("Mul", g.op("Add", up, down), g.constant(0.5, up.dtype)), dtype)
+
+
+@_onnx_symbolic("aten::asinh")
+def asinh(g, self):
+    """asinh(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    if g.opset >= 9:
+        return unary(g, "Asinh", self, dtype)
+    # log(x + sqrt(x^2 + 1)), mirrored for negative x to keep precision
+    x = as_operand(g, self, native_dtype(g, "Log", dtype))
+    ax = g.op("Abs", x)
+    root = g.op("Sqrt", g.op("Add", g.op("Mul", ax, ax), g.constant(1.0, x.dtype)))
+    magnitude = g.op("Log", g.op("Add", ax, root))
+    negative = g.op("Cast", g.op("Less", x, g.constant(0.0, x.dtype)), to_i=dtypes.to_onnx(x.dtype))
+    sign = g.op("Sub", g.constant(1.0, x.dtype), g.op("Mul", negative, g.constant(2.0, x.dtype)))
+    return onnx_ops.cast(g, g.op("Mul", magnitude, sign), dtype)
+
+
+@_onnx_symbolic("aten::acosh")
+def acosh(g, self):
+    """acosh(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    if g.opset >= 9:
+        return unary(g, "Acosh", self, dtype)
+    x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log(x + sqrt(x^2 - 1))
+    root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), g.constant(1.0, x.dtype)))
+    return onnx_ops.cast(g, g.op("Log", g.op("Add", x, root)), dtype)
+
+
+@_onnx_symbolic("aten::atanh")
+def atanh(g, self):
+    """atanh(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    if g.opset >= 9:
+        return unary(g, "Atanh", self, dtype)
+    x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log((1 + x) / (1 - x)) / 2
+    one = g.constant(1.0, x.dtype)
+    ratio = g.op("Div", g.op("Add", one, x), g.op("Sub", one, x))
+    return onnx_ops.cast(g, g.op("Mul", g.op("Log", ratio), g.constant(0.5, x.dtype)), dtype)
+
+
+@_onnx_symbolic("aten::atan2")
+def atan2(g, self, other):
+    """atan2(Tensor self, Tensor other) -> Tensor"""
+    dtype = float_dtype(g, self)
+    y, x = as_operand(g, self, dtype), as_operand(g, other, dtype)
+    angle = g.op("Atan", g.op("Div", y, x))
+    zero, pi = g.constant(0.0, dtype), g.constant(math.pi, dtype)
+    # atan(y / x) is off by +-pi in the left half-plane; with x == 0 the quotient is +-inf (+-pi/2)
+    left = where(g, g.op("Less", y, zero), g.op("Sub", angle, pi), g.op("Add", angle, pi))
+    out = where(g, g.op("Less", x, zero), left, angle)
+    # atan2(0, 0) is 0 (and pi for x == -0, which a comparison cannot see)
+    both_zero = g.op("And", compare(g, "Equal", x, zero), compare(g, "Equal", y, zero))
+    return where(g, both_zero, y, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rounding
+
+
+@_onnx_symbolic("aten::floor")
+def floor(g, self):
+    """floor(Tensor self) -> Tensor"""
+    return self if _is_integral(self) else unary(g, "Floor", self)
+
+
+@_onnx_symbolic("aten::ceil")
+def ceil(g, self):
+    """ceil(Tensor self) -> Tensor"""
+    return self if _is_integral(self) else unary(g, "Ceil", self)
+
+
+@_onnx_symbolic("aten::trunc")
+def trunc(g, self):
+    """trunc(Tensor self) -> Tensor"""
+    if _is_integral(self):
+        return self
+    native = native_dtype(g, "Floor", self.dtype)
+    return onnx_ops.cast(g, trunc_float(g, as_operand(g, self, native)), self.dtype)
+
+
+@_onnx_symbolic("aten::fix")
+def fix(g, self):
+    """fix(Tensor self) -> Tensor"""
+    return trunc(g, self)
+
+
+@_onnx_symbolic("aten::frac")
+def frac(g, self):
+    """frac(Tensor self) -> Tensor"""
+    native = native_dtype(g, "Floor", self.dtype)
+    x = as_operand(g, self, native)
+    return onnx_ops.cast(g, g.op("Sub", x, trunc_float(g, x)), self.dtype)
+
+
+def _round_half_even(g, x: Value) -> Value:
+    """Round to nearest, ties to even (torch.round), on a float value."""
+    if g.opset >= 11:
+        return g.op("Round", x)
+    # Round arrived in opset 11: floor(x) plus 1 above the half, and at the half when floor(x) is odd
+    floor = g.op("Floor", x)
+    fraction = g.op("Sub", x, floor)
+    half = g.constant(0.5, x.dtype)
+    at_half = g.op("Not", g.op("Or", g.op("Less", fraction, half), g.op("Greater", fraction, half)))
+    halved = g.op("Mul", floor, half)
+    odd = g.op("Greater", g.op("Sub", halved, g.op("Floor", halved)), g.constant(0.25, x.dtype))
+    up = g.op("Or", g.op("Greater", fraction, half), g.op("And", at_half, odd))
+    return g.op("Add", floor, g.op("Cast", up, to_i=dtypes.to_onnx(x.dtype)))
+
+
+@_onnx_symbolic("aten::round")
+def round(g, self, decimals=None):  # noqa: A001 - named after the aten op
+    """round.decimals(Tensor self, *, int decimals) -> Tensor"""
+    if _is_integral(self):
+        return self
+    digits = sh._get_const(decimals, "i", "decimals") if not sh.is_none(decimals) else 0
+    native = native_dtype(g, "Floor" if g.opset < 11 else "Round", self.dtype)
+    x = as_operand(g, self, native)
+    if digits == 0:
+        return onnx_ops.cast(g, _round_half_even(g, x), self.dtype)
+    # as torch does: scale by 10**|decimals|, round, scale back
+    scale = g.constant(10.0 ** builtins.abs(digits), native)
+    scaled = g.op("Mul" if digits > 0 else "Div", x, scale)
+    rounded = _round_half_even(g, scaled)
+    return onnx_ops.cast(g, g.op("Div" if digits > 0 else "Mul", rounded, scale), self.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clamping
+
+
+def _bound(value):
+    raw = sh.const(value, sh.UNKNOWN)
+    if isinstance(raw, torch.Tensor) and raw.numel() == 1:
+        return raw.item()
+    return raw
 
 
 @_onnx_symbolic("aten::clamp")
 def clamp(g, self, min=None, max=None):  # noqa: A002 - ATen parameter names
     """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
-    low, high = sh.const(min, sh.UNKNOWN), sh.const(max, sh.UNKNOWN)
-    if low is not sh.UNKNOWN and high is not sh.UNKNOWN:
-        low = None if low is None else float(low.item() if isinstance(low, torch.Tensor) else low)
-        high = None if high is None else float(high.item() if isinstance(high, torch.Tensor) else high)
-        if g.opset < 11 or dtypes.is_floating(self.dtype):
-            return onnx_ops.clip(g, self, low, high)
-    # tensor bounds, or integer inputs: Max/Min broadcast and accept every numeric type
-    out = self
+    dtype = result_dtype(g, self, min, max)
+    low, high = _bound(min), _bound(max)
+    if isinstance(low, (int, float, type(None))) and isinstance(high, (int, float, type(None))):
+        native = native_dtype(g, "Clip", dtype)
+        if runtime_supports(g, "Clip", native):
+            clipped = onnx_ops.clip(g, as_operand(g, self, native), low, high)
+            return onnx_ops.cast(g, clipped, dtype)
+    # tensor bounds: Max and Min broadcast
+    out = as_operand(g, self, dtype)
     if not sh.is_none(min):
-        out = g.op("Max", out, as_operand(g, min, self.dtype))
+        out = max_or_min(g, out, as_operand(g, min, dtype), "Max")
     if not sh.is_none(max):
-        out = g.op("Min", out, as_operand(g, max, self.dtype))
+        out = max_or_min(g, out, as_operand(g, max, dtype), "Min")
     return out
+
+
+def max_or_min(g, a: Value, b: Value, op_type: str = "Max") -> Value:
+    """Elementwise Max (or Min) of two values of one dtype, exact for integers at every opset."""
+    native = native_dtype(g, op_type, a.dtype)
+    if runtime_supports(g, op_type, native) and (dtypes.is_floating(a.dtype) or not dtypes.is_floating(native)):
+        return onnx_ops.cast(g, g.op(op_type, as_operand(g, a, native), as_operand(g, b, native)), a.dtype)
+    # integer Max before opset 12: a + (b - a) * (a < b), with the comparison done by ``compare``
+    take_b = compare(g, "Less" if op_type == "Max" else "Greater", a, b)
+    arith = native_dtype(g, "Mul", a.dtype)
+    x, y = as_operand(g, a, arith), as_operand(g, b, arith)
+    step = g.op("Mul", g.op("Sub", y, x), g.op("Cast", take_b, to_i=dtypes.to_onnx(arith)))
+    return onnx_ops.cast(g, g.op("Add", x, step), a.dtype)
+
+
+@_onnx_symbolic("aten::clip")
+def clip(g, self, min=None, max=None):  # noqa: A002
+    """clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"""
+    return clamp(g, self, min, max)
 
 
 @_onnx_symbolic("aten::clamp_min")
@@ -208,47 +801,3 @@ def clamp_min(g, self, min):  # noqa: A002
 def clamp_max(g, self, max):  # noqa: A002
     """clamp_max(Tensor self, Scalar max) -> Tensor"""
     return clamp(g, self, None, max)
-
-
-def _softmax(g, op_type: str, self: Value, dim: int, dtype) -> Value:
-    if not sh.is_none(dtype) and dtype is not None:
-        self = onnx_ops.cast(g, self, dtypes.from_scalar_type(sh.const(dtype)))
-    rank = self.rank
-    if rank is None:
-        sh.value_error(f"aten::{op_type.lower()}: the input rank must be known", self)
-    dim = dim + rank if dim < 0 else dim
-    if g.opset >= 13 or dim == rank - 1:
-        return g.op(op_type, self, axis_i=dim)
-    # Before opset 13 the op flattens to 2-D at ``axis``: move ``dim`` last, normalise, move back.
-    perm = list(range(rank))
-    perm[dim], perm[-1] = perm[-1], perm[dim]
-    moved = g.op("Transpose", self, perm_i=perm)
-    return g.op("Transpose", g.op(op_type, moved, axis_i=rank - 1), perm_i=perm)
-
-
-@_onnx_symbolic("aten::softmax")
-@sh.parse_args("v", "i", "none")
-def softmax(g, self, dim, dtype=None):
-    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
-    return _softmax(g, "Softmax", self, dim, dtype)
-
-
-@_onnx_symbolic("aten::log_softmax")
-@sh.parse_args("v", "i", "none")
-def log_softmax(g, self, dim, dtype=None):
-    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
-    return _softmax(g, "LogSoftmax", self, dim, dtype)
-
-
-@_onnx_symbolic("aten::_softmax")
-@sh.parse_args("v", "i", "b")
-def _softmax_internal(g, self, dim, half_to_float):
-    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
-    return _softmax(g, "Softmax", self, dim, None)
-
-
-@_onnx_symbolic("aten::_log_softmax")
-@sh.parse_args("v", "i", "b")
-def _log_softmax(g, self, dim, half_to_float):
-    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
-    return _softmax(g, "LogSoftmax", self, dim, None)

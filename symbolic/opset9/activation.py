@@ -1,0 +1,293 @@
+"""Activation functions at opset 9, lowered to ONNX activations or short decompositions.
+
+Later ONNX opsets added native forms (Celu 12, HardSwish 14, Mish 18, Gelu 20); those versions
+register in ``symbolic/opsetN/activation.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from torchscript_onnx import dtypes
+from torchscript_onnx.ir import Value
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+from .math import as_operand, clamp, compare, float_dtype, native_dtype, require_opset, unary  # noqa: F401
+
+_onnx_symbolic = onnx_symbolic(9)
+
+
+def float_input(g, self) -> Value:
+    """``self`` as the float type the activation computes in (the traced result dtype)."""
+    return as_operand(g, self, native_dtype(g, "Relu", float_dtype(g, self)))
+
+
+def as_result(g, value: Value, self) -> Value:
+    """``value`` cast back to the traced result dtype (float16 and bfloat16 compute in float32)."""
+    return onnx_ops.cast(g, value, float_dtype(g, self))
+
+
+@_onnx_symbolic("aten::relu")
+def relu(g, self):
+    """relu(Tensor self) -> Tensor"""
+    if not dtypes.is_floating(g.output_dtype() or self.dtype):
+        return clamp(g, self, 0, None)  # Relu takes integers only from opset 14, and not int64 in onnxruntime
+    return unary(g, "Relu", self)
+
+
+@_onnx_symbolic("aten::relu6")
+def relu6(g, self):
+    """relu6(Tensor self) -> Tensor"""
+    return clamp(g, self, 0, 6)
+
+
+@_onnx_symbolic("aten::hardtanh")
+def hardtanh(g, self, min_val=-1.0, max_val=1.0):
+    """hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor"""
+    return clamp(g, self, min_val, max_val)
+
+
+@_onnx_symbolic("aten::leaky_relu")
+@sh.parse_args("v", "f")
+def leaky_relu(g, self, negative_slope=0.01):
+    """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
+    return unary(g, "LeakyRelu", self, alpha_f=negative_slope)
+
+
+@_onnx_symbolic("aten::rrelu")
+@sh.parse_args("v", "f", "f", "b", "none")
+def rrelu(g, self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.333, bool training=False, Generator? generator=None) -> Tensor"""
+    if not training:
+        return unary(g, "LeakyRelu", self, alpha_f=(lower + upper) / 2)
+    # training: a slope drawn uniformly per element for the negative part
+    require_opset(g, 9, "aten::rrelu in training mode (it uses ONNX Where)")
+    x = float_input(g, self)
+    slope = g.op("RandomUniformLike", x, low_f=lower, high_f=upper)
+    negative = g.op("Less", x, g.constant(0.0, x.dtype))
+    return as_result(g, g.op("Where", negative, g.op("Mul", x, slope), x), self)
+
+
+@_onnx_symbolic("aten::sigmoid")
+def sigmoid(g, self):
+    """sigmoid(Tensor self) -> Tensor"""
+    return unary(g, "Sigmoid", self, float_dtype(g, self))
+
+
+@_onnx_symbolic("aten::log_sigmoid")
+def log_sigmoid(g, self):
+    """log_sigmoid(Tensor self) -> Tensor"""
+    # -softplus(-x) stays finite where log(sigmoid(x)) underflows to log(0)
+    x = float_input(g, self)
+    return as_result(g, g.op("Neg", g.op("Softplus", g.op("Neg", x))), self)
+
+
+@_onnx_symbolic("aten::softplus")
+@sh.parse_args("v", "f", "f")
+def softplus(g, self, beta=1.0, threshold=20.0):
+    """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor"""
+    x = float_input(g, self)
+    scaled = x if beta == 1.0 else g.op("Mul", x, g.constant(beta, x.dtype))
+    out = g.op("Softplus", scaled)
+    if beta != 1.0:
+        out = g.op("Div", out, g.constant(beta, x.dtype))
+    # torch returns x where beta * x > threshold; above 20 softplus(x) equals x in float32 anyway
+    if threshold < 20.0:
+        require_opset(g, 9, "aten::softplus with threshold < 20 (it uses ONNX Where)")
+        out = g.op("Where", g.op("Greater", scaled, g.constant(threshold, x.dtype)), x, out)
+    return as_result(g, out, self)
+
+
+@_onnx_symbolic("aten::hardsigmoid")
+def hardsigmoid(g, self):
+    """hardsigmoid(Tensor self) -> Tensor"""
+    return unary(g, "HardSigmoid", self, float_dtype(g, self), alpha_f=1.0 / 6, beta_f=0.5)
+
+
+@_onnx_symbolic("aten::hardswish")
+def hardswish(g, self):
+    """hardswish(Tensor self) -> Tensor"""
+    x = float_input(g, self)
+    return as_result(g, g.op("Mul", x, g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)), self)
+
+
+@_onnx_symbolic("aten::elu")
+@sh.parse_args("v", "f", "f", "f")
+def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
+    """elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor"""
+    x = float_input(g, self)
+    if input_scale == 1.0:
+        out = g.op("Elu", x, alpha_f=alpha)
+    else:
+        # input_scale applies to the negative part only: x > 0 ? x : alpha * (exp(x * input_scale) - 1)
+        require_opset(g, 9, "aten::elu with input_scale != 1 (it uses ONNX Where)")
+        negative = g.op("Mul", g.op("Sub", g.op("Exp", g.op("Mul", x, g.constant(input_scale, x.dtype))),
+                                    g.constant(1.0, x.dtype)), g.constant(alpha, x.dtype))
+        out = g.op("Where", g.op("Greater", x, g.constant(0.0, x.dtype)), x, negative)
+    if scale != 1.0:
+        out = g.op("Mul", out, g.constant(scale, x.dtype))
+    return as_result(g, out, self)
+
+
+@_onnx_symbolic("aten::selu")
+def selu(g, self):
+    """selu(Tensor self) -> Tensor"""
+    return unary(g, "Selu", self, float_dtype(g, self))
+
+
+@_onnx_symbolic("aten::celu")
+@sh.parse_args("v", "f")
+def celu(g, self, alpha=1.0):
+    """celu(Tensor self, Scalar alpha=1.0) -> Tensor"""
+    # celu(x) = alpha * elu(x / alpha) (Celu arrived in opset 12)
+    x = float_input(g, self)
+    inner = g.op("Elu", g.op("Div", x, g.constant(alpha, x.dtype)), alpha_f=1.0)
+    return as_result(g, g.op("Mul", inner, g.constant(alpha, x.dtype)), self)
+
+
+@_onnx_symbolic("aten::gelu")
+@sh.parse_args("v", "s")
+def gelu(g, self, approximate="none"):
+    """gelu(Tensor self, *, str approximate='none') -> Tensor"""
+    x = float_input(g, self)
+    half = g.constant(0.5, x.dtype)
+    if approximate == "tanh":
+        # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+        cube = g.op("Mul", g.op("Mul", x, x), x)
+        inner = g.op("Add", x, g.op("Mul", cube, g.constant(0.044715, x.dtype)))
+        inner = g.op("Mul", inner, g.constant(math.sqrt(2.0 / math.pi), x.dtype))
+        gate = g.op("Add", g.op("Tanh", inner), g.constant(1.0, x.dtype))
+    else:
+        require_opset(g, 9, "aten::gelu with approximate='none' (it uses ONNX Erf)")
+        erf = g.op("Erf", g.op("Div", x, g.constant(math.sqrt(2.0), x.dtype)))
+        gate = g.op("Add", erf, g.constant(1.0, x.dtype))
+    return as_result(g, g.op("Mul", g.op("Mul", x, half), gate), self)
+
+
+@_onnx_symbolic("aten::silu")
+def silu(g, self):
+    """silu(Tensor self) -> Tensor"""
+    x = float_input(g, self)
+    return as_result(g, g.op("Mul", x, g.op("Sigmoid", x)), self)
+
+
+@_onnx_symbolic("aten::mish")
+def mish(g, self):
+    """mish(Tensor self) -> Tensor"""
+    x = float_input(g, self)
+    return as_result(g, g.op("Mul", x, g.op("Tanh", g.op("Softplus", x))), self)
+
+
+@_onnx_symbolic("aten::prelu")
+def prelu(g, self, weight):
+    """prelu(Tensor self, Tensor weight) -> Tensor"""
+    # torch applies the weight along dim 1; ONNX broadcasts from the right: make it [C, 1, ..., 1]
+    rank, weight_rank = sh.rank(self), sh.rank(weight)
+    if rank is None:
+        sh.value_error("aten::prelu: the input rank must be known", self)
+    if rank >= 3 and weight_rank == 1 and sh.sizes(weight) != [1]:
+        weight = onnx_ops.unsqueeze(g, weight, list(range(1, rank - 1)))
+    elif weight_rank == 1 and sh.sizes(weight) == [1]:
+        weight = onnx_ops.squeeze(g, weight, [0]) if rank == 0 else weight
+    x = float_input(g, self)
+    return as_result(g, g.op("PRelu", x, as_operand(g, weight, x.dtype)), self)
+
+
+@_onnx_symbolic("aten::threshold")
+def threshold(g, self, threshold, value):
+    """threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor"""
+    require_opset(g, 9, "aten::threshold (it uses ONNX Where)")
+    dtype = g.output_dtype() or self.dtype
+    x = as_operand(g, self, dtype)
+    return g.op("Where", compare(g, "Greater", x, as_operand(g, threshold, dtype)), x, as_operand(g, value, dtype))
+
+
+@_onnx_symbolic("aten::hardshrink")
+@sh.parse_args("v", "f")
+def hardshrink(g, self, lambd=0.5):
+    """hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
+    require_opset(g, 9, "aten::hardshrink (ONNX Shrink)")
+    return unary(g, "Shrink", self, float_dtype(g, self), bias_f=0.0, lambd_f=lambd)
+
+
+@_onnx_symbolic("aten::softshrink")
+@sh.parse_args("v", "f")
+def softshrink(g, self, lambd=0.5):
+    """softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
+    require_opset(g, 9, "aten::softshrink (ONNX Shrink)")
+    return unary(g, "Shrink", self, float_dtype(g, self), bias_f=lambd, lambd_f=lambd)
+
+
+@_onnx_symbolic("aten::tanhshrink")
+def tanhshrink(g, self):
+    """tanhshrink(Tensor self) -> Tensor"""
+    x = float_input(g, self)
+    return as_result(g, g.op("Sub", x, g.op("Tanh", x)), self)
+
+
+@_onnx_symbolic("aten::logit")
+@sh.parse_args("v", "none")
+def logit(g, self, eps=None):
+    """logit(Tensor self, float? eps=None) -> Tensor"""
+    x = float_input(g, self)
+    eps = sh.const(eps, None) if not sh.is_none(eps) else None
+    if eps is not None:
+        x = onnx_ops.clip(g, x, float(eps), 1.0 - float(eps))
+    odds = g.op("Div", x, g.op("Sub", g.constant(1.0, x.dtype), x))
+    return as_result(g, g.op("Log", odds), self)
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax
+
+
+def _softmax(g, op_type: str, self: Value, dim: int, dtype) -> Value:
+    if not sh.is_none(dtype) and dtype is not None:
+        self = onnx_ops.cast(g, self, dtypes.from_scalar_type(sh.const(dtype)))
+    rank = self.rank
+    if rank is None:
+        sh.value_error(f"aten::{op_type.lower()}: the input rank must be known", self)
+    if rank == 0:
+        # torch treats a 0-d input as one element: softmax 1, log_softmax 0
+        one = onnx_ops.unsqueeze(g, self, [0])
+        return onnx_ops.squeeze(g, g.op(op_type, one, axis_i=0), [0])
+    dim = dim + rank if dim < 0 else dim
+    if g.opset >= 13 or dim == rank - 1:
+        return g.op(op_type, self, axis_i=dim)
+    # Before opset 13 the op flattens to 2-D at ``axis``: move ``dim`` last, normalise, move back.
+    perm = list(range(rank))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
+    moved = g.op("Transpose", self, perm_i=perm)
+    return g.op("Transpose", g.op(op_type, moved, axis_i=rank - 1), perm_i=perm)
+
+
+@_onnx_symbolic("aten::softmax")
+@sh.parse_args("v", "i", "none")
+def softmax(g, self, dim, dtype=None):
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return _softmax(g, "Softmax", self, dim, dtype)
+
+
+@_onnx_symbolic("aten::log_softmax")
+@sh.parse_args("v", "i", "none")
+def log_softmax(g, self, dim, dtype=None):
+    """log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return _softmax(g, "LogSoftmax", self, dim, dtype)
+
+
+@_onnx_symbolic("aten::_softmax")
+@sh.parse_args("v", "i", "b")
+def _softmax_internal(g, self, dim, half_to_float):
+    """_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    return _softmax(g, "Softmax", self, dim, None)
+
+
+@_onnx_symbolic("aten::_log_softmax")
+@sh.parse_args("v", "i", "b")
+def _log_softmax(g, self, dim, half_to_float):
+    """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
+    return _softmax(g, "LogSoftmax", self, dim, None)

@@ -1,0 +1,164 @@
+"""Elementwise arithmetic and math functions: one table, run against eager PyTorch via onnxruntime."""
+
+import pytest
+import torch
+
+from tests.optable import Case, below_min_params, params, per_dtype, run_below_min, run_case, sample
+
+F32, F64, I64, I32, I8, U8, BOOL = torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool
+NUMERIC = (F32, I64, I32)
+ALL = (F32, I64, I32, BOOL)
+# opsets where the integer lowering changes: 7 (Pow/Max float-only, no Sign/Where), 9, 11 (Round), 12 (int Max/Min/Clip/Pow), 14
+ARITH = (9, 12, 14)
+
+
+def _inplace_add(x):
+    y = x.clone()
+    y.add_(2, alpha=3)
+    return y
+
+
+def _inplace_mul(x):
+    y = x.clone()
+    y.mul_(x)
+    return y
+
+
+def _inplace_clamp(x):
+    y = x.clone()
+    y.clamp_(-1, 1)
+    return y
+
+
+def _inplace_div(x):
+    y = x.clone()
+    y.div_(3)
+    return y
+
+
+CASES = [
+    # add / sub / mul / div, with alpha, scalars and mixed dtypes
+    *per_dtype("add", lambda a, b: a + b, (F32, I64, I32, BOOL, I8, U8), ("any", "any"), opsets=ARITH),
+    *per_dtype("add_alpha", lambda a, b: torch.add(a, b, alpha=2), NUMERIC, ("any", "any"), opsets=ARITH),
+    *per_dtype("add_scalar", lambda a: a + 3, NUMERIC, opsets=ARITH),
+    *per_dtype("add_float_scalar", lambda a: a + 2.5, NUMERIC, opsets=ARITH),
+    *per_dtype("sub", lambda a, b: a - b, (F32, I64, I32, I8), ("any", "any"), opsets=ARITH),
+    *per_dtype("sub_alpha", lambda a, b: torch.sub(a, b, alpha=3), NUMERIC, ("any", "any"), opsets=ARITH),
+    *per_dtype("rsub", lambda a: 1 - a, NUMERIC, opsets=ARITH),
+    *per_dtype("rsub_alpha", lambda a, b: torch.rsub(a, b, alpha=2), NUMERIC, ("any", "any"), opsets=ARITH),
+    *per_dtype("mul", lambda a, b: a * b, ALL, ("any", "any"), opsets=ARITH),
+    *per_dtype("mul_scalar", lambda a: a * 0.5, NUMERIC, opsets=ARITH),
+    *per_dtype("div", lambda a, b: a / b, NUMERIC, ("any", "nonzero"), opsets=ARITH),
+    *per_dtype("div_floor", lambda a, b: torch.div(a, b, rounding_mode="floor"), NUMERIC, ("any", "nonzero"),
+               opsets=ARITH),
+    *per_dtype("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), NUMERIC, ("any", "nonzero"),
+               opsets=ARITH),
+    *per_dtype("div_scalar_floor", lambda a: torch.div(a, -3, rounding_mode="floor"), NUMERIC, opsets=ARITH),
+    *per_dtype("true_divide", lambda a, b: torch.true_divide(a, b), NUMERIC, ("any", "nonzero")),
+    *per_dtype("floor_divide", lambda a, b: torch.floor_divide(a, b), NUMERIC, ("any", "nonzero"), opsets=ARITH),
+    *per_dtype("floordiv_op", lambda a: a // 4, (F32, I64), opsets=ARITH),
+    Case("add_int32_int64", lambda a, b: a + b, lambda: (sample(I32), sample(I64)), opsets=ARITH),
+    Case("add_int_float", lambda a, b: a + b, lambda: (sample(I64), sample(F32)), opsets=ARITH),
+    Case("mul_bool_int", lambda a, b: a * b, lambda: (sample(BOOL), sample(I64)), opsets=ARITH),
+    Case("add_float64", lambda a, b: a + b, lambda: (sample(F64), sample(F64))),
+    Case("add_0d_tensor", lambda a, b: a + b, lambda: (sample(I32), torch.tensor(2.5))),
+    Case("add_inplace", _inplace_add, lambda: (sample(F32),)),
+    Case("add_inplace_int", _inplace_add, lambda: (sample(I64),), opsets=ARITH),
+    Case("mul_inplace", _inplace_mul, lambda: (sample(F32),)),
+    Case("div_inplace", _inplace_div, lambda: (sample(F32),)),
+    Case("clamp_inplace", _inplace_clamp, lambda: (sample(F32),)),
+    *per_dtype("square", torch.square, ALL, opsets=ARITH),
+    *per_dtype("addcmul", lambda a, b, c: torch.addcmul(a, b, c, value=0.5), (F32,), ("any", "any", "any")),
+    *per_dtype("addcmul_int", lambda a, b, c: torch.addcmul(a, b, c, value=2), (I64, I32), ("any", "any", "any"),
+               opsets=ARITH),
+    *per_dtype("addcdiv", lambda a, b, c: torch.addcdiv(a, b, c, value=-2), (F32,), ("any", "any", "nonzero")),
+    *per_dtype("lerp_scalar", lambda a, b: torch.lerp(a, b, 0.3), (F32,), ("any", "any")),
+    *per_dtype("lerp_scalar_high", lambda a, b: torch.lerp(a, b, 0.8), (F32,), ("any", "any")),
+    *per_dtype("lerp_tensor", lambda a, b, w: torch.lerp(a, b, w), (F32,), ("any", "any", "unit"), min_opset=9),
+    *per_dtype("logaddexp", torch.logaddexp, (F32,), ("any", "any")),
+    *per_dtype("xlogy", torch.xlogy, (F32,), ("any", "pos"), min_opset=9, opsets=(11,)),
+    Case("xlogy_zero", torch.xlogy, lambda: (torch.tensor([0.0, 1.0, 0.0, 2.0]), torch.tensor([0.0, 3.0, 5.0, 0.5])),
+         min_opset=9, opsets=(11,)),
+    # remainder / fmod (Mod from opset 10)
+    *per_dtype("remainder", torch.remainder, NUMERIC, ("any", "nonzero"), opsets=(9, 10, 12)),
+    *per_dtype("remainder_scalar", lambda a: torch.remainder(a, -3), NUMERIC, opsets=(9, 10, 12)),
+    *per_dtype("rremainder", lambda a: 5 % a, (F32, I64), ("nonzero",), opsets=(9, 10)),
+    *per_dtype("fmod", torch.fmod, NUMERIC, ("any", "nonzero"), opsets=(9, 10, 12)),
+    *per_dtype("fmod_scalar", lambda a: torch.fmod(a, 2.5), (F32,), opsets=(9, 10)),
+    # unary
+    *per_dtype("neg", torch.neg, (F32, I64, I32, I8), opsets=ARITH),
+    *per_dtype("abs", torch.abs, (F32, I64, I32, I8, U8), opsets=ARITH),
+    *per_dtype("sign", torch.sign, ALL, opsets=(9,)),
+    *per_dtype("reciprocal", torch.reciprocal, (F32, I64), ("nonzero",)),
+    *per_dtype("sqrt", torch.sqrt, (F32, I64, I32, BOOL), ("pos",)),
+    *per_dtype("rsqrt", torch.rsqrt, (F32, I64), ("pos",)),
+    *per_dtype("exp", torch.exp, (F32, I64, BOOL)),
+    *per_dtype("exp2", torch.exp2, (F32, I64)),
+    *per_dtype("expm1", torch.expm1, (F32, I32)),
+    *per_dtype("log", torch.log, (F32, I64), ("pos",)),
+    *per_dtype("log1p", torch.log1p, (F32, I64), ("pos",)),
+    *per_dtype("log2", torch.log2, (F32, I32), ("pos",)),
+    *per_dtype("log10", torch.log10, (F32, I64), ("pos",)),
+    *per_dtype("erf", torch.erf, (F32, I64), min_opset=9),
+    *per_dtype("erfinv", torch.erfinv, (F32,), ("unit",), min_opset=9),
+    Case("erfinv_edges", torch.erfinv, lambda: (torch.tensor([-1.0, 1.0, 0.0, 0.999, -0.9999, 1e-6]),), min_opset=9),
+    *per_dtype("sin", torch.sin, (F32, I64)),
+    *per_dtype("cos", torch.cos, (F32, I64)),
+    *per_dtype("tan", torch.tan, (F32,), ("unit",)),
+    *per_dtype("asin", torch.asin, (F32,), ("unit",)),
+    *per_dtype("acos", torch.acos, (F32,), ("unit",)),
+    *per_dtype("atan", torch.atan, (F32, I64)),
+    *per_dtype("tanh", torch.tanh, (F32, I64)),
+    *per_dtype("sinh", torch.sinh, (F32, I64), opsets=(9,)),
+    *per_dtype("cosh", torch.cosh, (F32, I64), opsets=(9,)),
+    *per_dtype("asinh", torch.asinh, (F32,), opsets=(9,)),
+    Case("acosh", torch.acosh, lambda: (torch.rand(3, 4) * 5 + 1,), opsets=(9,)),
+    *per_dtype("atanh", torch.atanh, (F32,), ("unit",), opsets=(9,)),
+    *per_dtype("atan2", torch.atan2, (F32,), ("any", "any"), min_opset=9, opsets=(11,)),
+    Case("atan2_axes", torch.atan2, lambda: (torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 2.0]),
+                                             torch.tensor([0.0, 0.0, 0.0, -1.0, 1.0, -3.0])), min_opset=9, opsets=(11,)),
+    # powers
+    *per_dtype("pow_tensor", torch.pow, (F32,), ("pos", "any"), opsets=(12,)),
+    *per_dtype("pow_int_tensor", torch.pow, (I64, I32), ("any", "pos"), opsets=(9, 11, 12)),
+    *per_dtype("pow_square", lambda a: a ** 2, NUMERIC, opsets=(12,)),
+    *per_dtype("pow_half", lambda a: a ** 0.5, (F32, I64), ("pos",), opsets=(12,)),
+    *per_dtype("pow_int_scalar_7", lambda a: a ** 7, (I64,), opsets=(9, 11, 12)),
+    *per_dtype("rpow", lambda a: 2 ** a, (F32, I64), ("pos",), opsets=(9, 11, 12)),
+    *per_dtype("rpow_float", lambda a: 1.5 ** a, (F32, I64), opsets=(12,)),
+    Case("pow_float_int_tensor", torch.pow, lambda: (sample(F32, "pos"), sample(I64)), opsets=(12,)),
+    Case("float_power", torch.float_power, lambda: (sample(F32, "pos"), sample(F32)), opsets=(12,)),
+    # rounding
+    *per_dtype("floor", torch.floor, NUMERIC),
+    *per_dtype("ceil", torch.ceil, NUMERIC),
+    *per_dtype("round", torch.round, NUMERIC, opsets=(11,)),
+    Case("round_ties", torch.round, lambda: (torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49, -0.51]),),
+         opsets=(11,)),
+    Case("round_decimals", lambda x: torch.round(x, decimals=2), lambda: (sample(F32) * 10,), opsets=(11,)),
+    Case("round_decimals_negative", lambda x: torch.round(x, decimals=-1), lambda: (sample(F32) * 100,),
+         opsets=(11,)),
+    *per_dtype("trunc", torch.trunc, NUMERIC, opsets=(9,)),
+    *per_dtype("fix", torch.fix, (F32,), opsets=(9,)),
+    *per_dtype("frac", torch.frac, (F32,), opsets=(9,)),
+    # clamp
+    *per_dtype("clamp", lambda x: torch.clamp(x, -1, 2), NUMERIC, opsets=(11, 12)),
+    *per_dtype("clamp_float_bounds", lambda x: torch.clamp(x, -0.5, 0.5), (F32, I64), opsets=(11, 12)),
+    *per_dtype("clamp_min", lambda x: torch.clamp(x, min=0), NUMERIC, opsets=(11, 12)),
+    *per_dtype("clamp_max", lambda x: torch.clamp(x, max=1), NUMERIC, opsets=(11, 12)),
+    *per_dtype("clamp_min_fn", lambda x: torch.clamp_min(x, 0.5), (F32,), opsets=(11,)),
+    *per_dtype("clamp_max_fn", lambda x: torch.clamp_max(x, 0.5), (F32,), opsets=(11,)),
+    *per_dtype("clip", lambda x: torch.clip(x, -2, 2), NUMERIC, opsets=(11, 12)),
+    *per_dtype("clamp_tensor", lambda x, lo, hi: torch.clamp(x, lo, hi - 10), NUMERIC, ("any", "any", "any"),
+               opsets=(11, 12)),
+    *per_dtype("clamp_tensor_min", lambda x, lo: torch.clamp(x, min=lo), NUMERIC, ("any", "any"), opsets=(12,)),
+    Case("clamp_bool", lambda x: torch.clamp(x, 0, 1), lambda: (sample(BOOL),), opsets=(12,)),
+]
+
+
+@pytest.mark.parametrize("case,opset", params(CASES))
+def test_elementwise(case, opset):
+    run_case(case, opset)
+
+
+@pytest.mark.parametrize("case,opset", below_min_params(CASES))
+def test_elementwise_below_min_opset(case, opset):
+    run_below_min(case, opset)
