@@ -98,7 +98,7 @@ def _attribute(name: str, kind: str, value) -> onnx.AttributeProto:
     if kind == "ts":
         return helper.make_attribute(name, [tensor_proto(v) for v in value])
     if kind == "g":
-        return helper.make_attribute(name, value)
+        return helper.make_attribute(name, graph_proto(value, name=name) if isinstance(value, Graph) else value)
     if kind == "s":
         return helper.make_attribute(name, value.encode() if isinstance(value, str) else value)
     attr_type = {
