@@ -23,16 +23,24 @@ def _attr(kind: str, value) -> str:
 
 
 def graph_text(graph: Graph, opset: int) -> str:
-    lines = [f"graph (opset {opset})"]
-    lines += [f"  input  {_value(v)}" for v in graph.inputs]
-    lines += [f"  weight %{name}: {str(t.dtype).replace('torch.', '')}{list(t.shape)}"
+    return "\n".join([f"graph (opset {opset})"] + _body_lines(graph, "  "))
+
+
+def _body_lines(graph: Graph, indent: str) -> list[str]:
+    lines = [f"{indent}input  {_value(v)}" for v in graph.inputs]
+    lines += [f"{indent}weight %{name}: {str(t.dtype).replace('torch.', '')}{list(t.shape)}"
               for name, t in graph.initializers.items()]
     for node in graph.nodes:
-        attrs = ", ".join(f"{k}={_attr(kind, v)}" for k, (kind, v) in node.attrs.items())
+        bodies = [(k, v) for k, (kind, v) in node.attrs.items() if kind == "g" and isinstance(v, Graph)]
+        attrs = ", ".join(f"{k}={_attr(kind, v)}" for k, (kind, v) in node.attrs.items()
+                          if not (kind == "g" and isinstance(v, Graph)))
         op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
         outs = ", ".join(_value(v) for v in node.outputs)
         ins = ", ".join("" if v is None else f"%{v.name}" for v in node.inputs)
         where = f"  # {node.scope or '/'}" + (f" {node.source}" if node.source else "")
-        lines.append(f"  {outs} = {op}[{attrs}]({ins}){where}")
-    lines += [f"  output {_value(v)}" for v in graph.outputs]
-    return "\n".join(lines)
+        lines.append(f"{indent}{outs} = {op}[{attrs}]({ins}){where}")
+        for name, body in bodies:
+            lines.append(f"{indent}  {name}:")
+            lines += _body_lines(body, indent + "    ")
+    lines += [f"{indent}output {_value(v)}" for v in graph.outputs]
+    return lines
