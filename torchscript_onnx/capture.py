@@ -126,18 +126,18 @@ def _unqualified(name: str) -> str:
 
 
 def normalize_args(model, args, kwargs) -> tuple:
-    """The legacy input rule: a trailing dict holds keyword arguments; missing ones take their
-    defaults, so the traced positional list matches the forward signature."""
-    # As in the legacy exporter, anything but a tuple is one positional argument (a list too).
+    """The legacy input rule: anything but a tuple (a list too) is one positional argument; a
+    trailing dict (``kwargs`` is appended as one) holds keyword arguments; parameters after the
+    positional ones take their value from it or their default, so the traced positional list
+    matches the forward signature (legacy fills defaults even without a trailing dict)."""
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs:
         args = args + (dict(kwargs),)
-    if not args or not isinstance(args[-1], dict):
-        _check_arity(model, args)
-        return args
-    named = args[-1]
-    positional = list(args[:-1])
+    named: dict = {}
+    if args and isinstance(args[-1], dict):
+        named, args = args[-1], args[:-1]
+    positional = list(args)
     try:
         signature = inspect.signature(getattr(model, "forward", model))
     except (TypeError, ValueError):
@@ -147,8 +147,8 @@ def normalize_args(model, args, kwargs) -> tuple:
     if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
         raise TypeError(f"args: keyword argument(s) {sorted(unknown)} are not parameters of the model's forward")
     for p in params[len(positional):]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
         if p.name in named:
             positional.append(named[p.name])
         elif p.default is not p.empty:

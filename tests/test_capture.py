@@ -1,0 +1,150 @@
+"""Capture: the legacy argument rules, the captured graph's inputs and parameters, and the
+promise that the model is left exactly as it was (flags, buffers, requires_grad, global flags)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchscript_onnx as tso
+from torchscript_onnx import capture
+from torchscript_onnx.options import TrainingMode
+
+
+def _x():
+    return torch.randn(2, 3)
+
+
+class Keywords(torch.nn.Module):
+    def forward(self, x, y=None, z=2.0):
+        return x * z if y is None else x + y
+
+
+X, Y = _x(), _x()
+
+# (id, model, args, kwargs, expected positional args)
+NORMALIZE_CASES = [
+    ("tensor", Keywords(), X, None, (X, None, 2.0)),
+    ("tuple", Keywords(), (X, Y), None, (X, Y, 2.0)),
+    ("trailing-dict", Keywords(), (X, {"z": 3.0}), None, (X, None, 3.0)),
+    ("kwargs", Keywords(), (X,), {"y": Y}, (X, Y, 2.0)),
+    ("kwargs-and-dict", Keywords(), (X, {"y": Y}), {"z": 4.0}, (X, {"y": Y}, 4.0)),
+    ("empty-trailing-dict", Keywords(), (X, {}), None, (X, None, 2.0)),
+    ("list-is-one-arg", Keywords(), [X, Y], None, ([X, Y], None, 2.0)),
+]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("model, args, kwargs, expected",
+                         [pytest.param(*row[1:], id=row[0]) for row in NORMALIZE_CASES])
+def test_normalize_args_follows_the_legacy_rules(model, args, kwargs, expected):
+    assert _same(capture.normalize_args(model, args, kwargs), expected)
+
+
+def test_normalize_args_errors_name_args():
+    with pytest.raises(TypeError, match="args: keyword argument"):
+        capture.normalize_args(Keywords(), (X, {"w": 1}), None)
+    with pytest.raises(TypeError, match="args do not fit"):
+        capture.normalize_args(Keywords(), (X, Y, 1.0, 2.0), None)
+    with pytest.raises(TypeError, match="args: the model's forward needs 'x'"):
+        capture.normalize_args(Keywords(), (), None)
+
+
+def test_trace_capture_names_parameters_by_state_dict_keys():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    captured = capture.capture(model, (_x(),), TrainingMode.EVAL)
+    assert [name for _, name, _ in captured.params] == list(model.state_dict())
+    assert len(captured.user_inputs) == 1
+
+
+def test_trace_capture_flattens_nested_inputs():
+    def fn(x, pair, table):
+        return x + pair[0] * pair[1][0] + table["a"]
+
+    args = (_x(), (_x(), [_x()]), {"a": _x()}, {})
+    captured = capture.capture(fn, capture.normalize_args(fn, args, None), TrainingMode.EVAL)
+    assert len(captured.user_inputs) == 4
+
+
+def test_script_capture_checks_the_number_of_inputs():
+    scripted = torch.jit.script(torch.nn.Linear(3, 4))
+    with pytest.raises(TypeError, match="args"):
+        capture.capture(scripted, (_x(), _x()), TrainingMode.EVAL)
+
+
+# -- the model is left as it was -----------------------------------------------------------------
+
+
+class Stateful(torch.nn.Module):
+    """Changes its own state in forward: a counter, a reassigned cache, running stats."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+        self.norm = torch.nn.BatchNorm1d(3)
+        self.register_buffer("count", torch.zeros(()))
+        self.register_buffer("cache", torch.zeros(3))
+
+    def forward(self, x):
+        self.count += 1
+        self.cache = x.mean(0).detach()
+        return self.norm(self.linear(x)) + self.cache
+
+
+@pytest.mark.parametrize("mode", list(TrainingMode))
+def test_buffers_flags_and_requires_grad_come_back(mode):
+    model = Stateful().train()
+    model.linear.eval()
+    model.linear.bias.requires_grad_(False)
+    flags = [m.training for m in model.modules()]
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    objects = {name: b for name, b in model.named_buffers()}
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    grads = {name: p.requires_grad for name, p in model.named_parameters()}
+    tso.export(model, (torch.randn(4, 3),), None, training=mode, do_constant_folding=False)
+    assert [m.training for m in model.modules()] == flags
+    for name, b in model.named_buffers():
+        assert b is objects[name], name
+        assert torch.equal(b, buffers[name]), name
+    for name, p in model.named_parameters():
+        assert torch.equal(p, params[name]) and p.requires_grad == grads[name], name
+
+
+def test_state_comes_back_when_capture_fails():
+    class Fails(Stateful):
+        def forward(self, x):
+            super().forward(x)
+            raise RuntimeError("model bug")
+
+    model = Fails().train()
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    with pytest.raises(RuntimeError, match="model bug"):
+        tso.export(model, (torch.randn(4, 3),), None, training=TrainingMode.TRAINING)
+    assert all(torch.equal(b, before[name]) for name, b in model.named_buffers())
+    assert model.training and all(m.training for m in model.modules())
+    assert not tso.is_in_onnx_export() and not torch.onnx.is_in_onnx_export()
+
+
+def test_export_flags_and_module_map_are_restored():
+    previous_map = getattr(torch.jit._trace, "_trace_module_map", None)
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            seen.append((tso.is_in_onnx_export(), torch.onnx.is_in_onnx_export(),
+                         torch.jit._trace._trace_module_map is not None))
+            return x + 1
+
+    tso.export(Probe(), (_x(),))
+    assert seen == [(True, True, True)]
+    assert getattr(torch.jit._trace, "_trace_module_map", None) is previous_map
+    assert not tso.is_in_onnx_export() and not torch.onnx.is_in_onnx_export()
