@@ -259,7 +259,10 @@ class Converter:
             ctx.scope, ctx.source = "", ""
             value = ctx.materialize(value)
             if value.producer is None or id(value) in seen or value.producer.op_type == "Constant":
-                value = ctx.op("Identity", value)
+                # Not ctx.op: an Identity of a constant would fold away and leave the output without a node.
+                node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source)
+                node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
+                value = node.outputs[0]
             seen.add(id(value))
             graph.outputs.append(value)
             graph.rename(value, names[k] if k < len(names) else debug_name)
