@@ -135,6 +135,8 @@ SCATTER_REDUCTION_SINCE = {"add": 16, "mul": 16, "max": 18, "min": 18}
 
 def scatter_elements(g, x: Value, axis: int, indices: Value, updates: Value, reduction: str | None = None) -> Value:
     if reduction is None or reduction == "none":
+        if g.opset < 9:
+            sh.value_error("Scatter needs opset 9 (pass opset_version=9)")
         return g.op("ScatterElements" if g.opset >= 11 else "Scatter", x, indices, updates, axis_i=axis)
     since = SCATTER_REDUCTION_SINCE[reduction]
     if g.opset < since:

@@ -198,7 +198,12 @@ def _used_after(value, anchor) -> bool:
 
 
 def _const(value, node):
-    ivalue = value.toIValue()
+    producer = value.node()
+    if producer.kind() == "prim::ListConstruct":
+        ivalue = [v.toIValue() for v in producer.inputs()]
+        ivalue = None if any(v is None for v in ivalue) else ivalue
+    else:
+        ivalue = value.toIValue()
     if ivalue is None:
         raise SymbolicValueError(f"{node.kind()} with arguments known only at runtime cannot be written "
                                  f"into ({_source(node)})")

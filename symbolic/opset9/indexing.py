@@ -42,6 +42,19 @@ def _as_index(g, index: Value) -> Value:
     return onnx_ops.cast(g, index, torch.int64)
 
 
+def need_opset_9(g, what: str) -> None:
+    """Where, NonZero, Compress, Scatter and OneHot, and integer Less/Greater, came at opset 9."""
+    if g.opset < 9:
+        sh.value_error(f"{what} needs ONNX ops from opset 9 (pass opset_version=9)")
+
+
+def where(g, condition: Value, a: Value, b: Value) -> Value:
+    """Where, also for bool operands (onnxruntime has no boolean Where kernel)."""
+    if a.dtype != torch.bool:
+        return g.op("Where", condition, a, b)
+    return g.op("Or", g.op("And", condition, a), g.op("And", g.op("Not", condition), b))
+
+
 def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
     """Indices with negatives wrapped around (Gather before opset 11 and merged indices need it)."""
     raw = sh.const(index)
@@ -49,6 +62,7 @@ def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
         raw = raw.to(torch.int64)
         return g.constant(torch.where(raw < 0, raw + sh.sizes(self)[dim], raw), torch.int64)
     index = _as_index(g, index)
+    need_opset_9(g, "indexing with indices known only at runtime")
     size = onnx_ops.size(g, self, dim)
     return g.op("Where", g.op("Less", index, g.constant(0, torch.int64)), g.op("Add", index, size), index)
 
@@ -118,6 +132,8 @@ def _expand_masks(g, items: list) -> list:
     """One index per indexed dim: a mask over k dims becomes the k rows of NonZero(mask)."""
     out = []
     for v in items:
+        if v is not None and _is_mask(v):
+            need_opset_9(g, "indexing with a boolean mask")
         if v is None or not _is_mask(v):
             out.append(v)
             continue
@@ -173,6 +189,7 @@ def _as_int64(g, v):
 
 def _mask_select(g, self, mask, p: int) -> Value:
     """``self[..., mask]`` with one mask over dims p..p+k-1: Compress on those dims merged."""
+    need_opset_9(g, "indexing with a boolean mask")
     k = _require_rank("index", mask)
     mask = onnx_ops.cast(g, mask, torch.bool)
     if k > 1 or mask.rank != 1:
@@ -208,6 +225,7 @@ def index(g, self, indices):
 @_onnx_symbolic("aten::index_put")
 def index_put(g, self, indices, values, accumulate=None):
     """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
+    need_opset_9(g, "index_put")
     items = _index_items(indices)
     acc = bool(_int_const(accumulate, False)) if accumulate is not None else False
     values = as_operand(g, values, self.dtype)
@@ -223,7 +241,7 @@ def index_put(g, self, indices, values, accumulate=None):
             mask = onnx_ops.unsqueeze(g, mask, list(range(mask.rank, mask.rank + trailing)))
         scalar = g.op("Reshape", values, g.constant([], torch.int64))
         new = g.op("Add", self, scalar) if acc else scalar
-        return g.op("Where", mask, new, self)
+        return where(g, mask, new, self)
     merged = _Merged(g, self, _expand_masks(g, items))
     return _scatter_merged(g, self, merged, values, acc)
 
@@ -249,13 +267,8 @@ def _scatter_merged(g, self, merged: _Merged, values, acc: bool) -> Value:
     flat = g.op("Reshape", merged.flat, g.constant([-1] + width, torch.int64))
     positions = g.op("Expand", g.op("Reshape", merged.linear, g.constant([-1, 1], torch.int64)),
                      g.op("Shape", updates))
-    if acc and g.opset >= 16:
-        written = onnx_ops.scatter_elements(g, flat, 0, positions, updates, "add")
-    elif acc:
-        # Before opset 16 ScatterElements cannot add: scatter into zeros and add, exact when the
-        # written positions are distinct (the legacy exporter has the same limit).
-        zeros = g.op("ConstantOfShape", g.op("Shape", flat), value_t=torch.zeros(1, dtype=self.dtype))
-        written = g.op("Add", flat, onnx_ops.scatter_elements(g, zeros, 0, positions, updates))
+    if acc:
+        written = _scatter_add(g, flat, 0, positions, updates)
     else:
         written = onnx_ops.scatter_elements(g, flat, 0, positions, updates)
     moved = g.op("Reshape", written, onnx_ops.shape_of(g, merged.moved))
@@ -323,11 +336,26 @@ def index_add(g, self, dim, index, source, alpha=None):
 
 
 def _scatter_add(g, self, dim: int, positions: Value, updates: Value) -> Value:
+    """ScatterElements(reduction="add"); before opset 16 a one-hot sum, exact for repeated positions
+    (scattering into zeros and adding, as the legacy exporter does, drops all but one of them)."""
     if g.opset >= 16:
         return onnx_ops.scatter_elements(g, self, dim, positions, updates, "add")
-    # Before 16: scatter into zeros, then add; exact when positions are distinct (as in legacy).
-    zeros = g.op("ConstantOfShape", onnx_ops.shape_of(g, self), value_t=torch.zeros(1, dtype=self.dtype))
-    return g.op("Add", self, onnx_ops.scatter_elements(g, zeros, dim, positions, updates))
+    need_opset_9(g, "scatter_add")
+    if self.dtype == torch.bool:
+        sh.value_error("adding into a boolean tensor needs ScatterElements reduction (opset 16)", self)
+    # hot[..., j, ...] (j at dim + 1) = positions == j; sum the updates over the position axis
+    depth = g.constant([_static_dim("scatter_add", self, dim)], torch.int64) if sh.is_static(self, dim) \
+        else onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0])
+    hot = g.op("OneHot", positions, depth, g.constant([0, 1], self.dtype), axis_i=dim + 1)
+    added = onnx_ops.reduce(g, "ReduceSum", g.op("Mul", hot, onnx_ops.unsqueeze(g, updates, [dim + 1])), [dim], False)
+    mine, theirs = sh.sizes(self), sh.sizes(positions)
+    short = [k for k in range(len(mine)) if k != dim and mine[k] != theirs[k]]
+    if short:  # positions cover only a corner of self: pad the sums with zeros
+        if any(not isinstance(mine[k], int) or not isinstance(theirs[k], int) for k in short):
+            sh.value_error("scatter_add with a smaller index needs static sizes before opset 16", self)
+        pads = [0] * len(mine) + [mine[k] - theirs[k] if k in short else 0 for k in range(len(mine))]
+        added = onnx_ops.pad(g, added, pads, "constant", 0.0)
+    return g.op("Add", self, added)
 
 
 @_onnx_symbolic("aten::take")
@@ -344,10 +372,11 @@ def take(g, self, index):
 @_onnx_symbolic("aten::masked_fill")
 def masked_fill(g, self, mask, value):
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
+    need_opset_9(g, "masked_fill")
     fill = as_operand(g, value, self.dtype)
     if fill.rank:
         fill = g.op("Reshape", fill, g.constant([], torch.int64))
-    return g.op("Where", onnx_ops.cast(g, mask, torch.bool), fill, self)
+    return where(g, onnx_ops.cast(g, mask, torch.bool), fill, self)
 
 
 def _broadcast_pair(g, a: Value, b: Value):
@@ -360,6 +389,7 @@ def _broadcast_pair(g, a: Value, b: Value):
 @_onnx_symbolic("aten::masked_select")
 def masked_select(g, self, mask):
     """masked_select(Tensor self, Tensor mask) -> Tensor"""
+    need_opset_9(g, "masked_select")
     values, mask = _broadcast_pair(g, self, onnx_ops.cast(g, mask, torch.bool))
     flat = g.op("Reshape", values, g.constant([-1], torch.int64))
     return g.op("Compress", flat, g.op("Reshape", mask, g.constant([-1], torch.int64)), axis_i=0)
@@ -395,6 +425,7 @@ def gather(g, self, dim, index, sparse_grad=None):
 
 def _gather_one_hot(g, self, dim: int, index) -> Value:
     """GatherElements before opset 11: pick along ``dim`` with a one-hot mask and a sum."""
+    need_opset_9(g, "gather")
     mine, theirs = sh.sizes(self), sh.sizes(index)
     if mine is None or theirs is None or any(a != b for k, (a, b) in enumerate(zip(mine, theirs)) if k != dim) \
             or self.dtype == torch.bool:
@@ -509,7 +540,21 @@ def copy(g, self, src, non_blocking=None):
     src = as_operand(g, src, self.dtype)
     if sh.static_sizes(src) is not None and sh.static_sizes(src) == sh.static_sizes(self):
         return src
+    if g.opset < 8:
+        sh.value_error("copying a broadcast value needs ONNX Expand (opset 8; pass opset_version=8)")
     return g.op("Expand", src, onnx_ops.shape_of(g, self))
+
+
+@_onnx_symbolic("aten::fill")
+def fill(g, self, value):
+    """fill.Scalar(Tensor self, Scalar value) -> Tensor; fill.Tensor(Tensor self, Tensor value) -> Tensor"""
+    return copy(g, self, value)
+
+
+@_onnx_symbolic("aten::zero")
+def zero(g, self):
+    """zero(Tensor self) -> Tensor"""
+    return copy(g, self, Value("", const=0))
 
 
 @_onnx_symbolic("aten::slice_scatter")
@@ -574,6 +619,7 @@ def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
 @_onnx_symbolic("aten::nonzero")
 def nonzero(g, self):
     """nonzero(Tensor self) -> Tensor"""
+    need_opset_9(g, "nonzero")
     return g.op("Transpose", g.op("NonZero", self), perm_i=[1, 0])
 
 
@@ -586,6 +632,7 @@ def argwhere(g, self):
 @_onnx_symbolic("aten::nonzero_numpy")
 def nonzero_numpy(g, self):
     """nonzero_numpy(Tensor self) -> Tensor[]"""
+    need_opset_9(g, "nonzero")
     rows = g.op("NonZero", self)
     return [g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0)
             for k in range(_require_rank("nonzero_numpy", self))]
@@ -662,6 +709,7 @@ def argsort(g, self, *args):
 
 def _count_below(g, boundaries: Value, values: Value, right: bool, int32: bool) -> Value:
     """For each value, how many boundaries lie below it (<= with right=True): the insertion index."""
+    need_opset_9(g, "searchsorted/bucketize")
     dtype = sh.promote_types(boundaries, values)
     boundaries, values = as_operand(g, boundaries, dtype), as_operand(g, values, dtype)
     b = boundaries if boundaries.rank == 1 else onnx_ops.unsqueeze(g, boundaries, [boundaries.rank - 1])
@@ -695,6 +743,7 @@ def bucketize(g, self, boundaries, out_int32=None, right=None):
 @_onnx_symbolic("aten::one_hot")
 def one_hot(g, self, num_classes=None):
     """one_hot(Tensor self, int num_classes=-1) -> Tensor"""
+    need_opset_9(g, "one_hot")
     classes = _int_const(num_classes, -1)
     if classes == -1:
         top = onnx_ops.reduce(g, "ReduceMax", self, None, False)
@@ -744,6 +793,7 @@ def unique_dim(g, self, dim, sorted=None, return_inverse=None, return_counts=Non
 def unique_consecutive(g, self, return_inverse=None, return_counts=None, dim=None):
     """unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None)
     -> (Tensor, Tensor, Tensor)"""
+    need_opset_9(g, "unique_consecutive")
     if dim is not None and not sh.is_none(dim):
         sh.unimplemented("unique_consecutive", "dim")
     flat = g.op("Reshape", self, g.constant([-1], torch.int64))
