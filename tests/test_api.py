@@ -120,6 +120,35 @@ def test_model_scripted_module():
     verify(torch.jit.script(Net().eval()), (_x(),))
 
 
+@torch.jit.script
+def _script_function(a, b):
+    return a * b + a
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 4)
+
+    def forward(self, inp, scale):
+        return self.linear(inp) * scale
+
+
+@pytest.mark.parametrize("kind", ["script", "trace", "script-function"])
+def test_script_models_keep_their_input_names_as_in_legacy(kind):
+    args = (_x(), _x(2, 4))
+    if kind == "script":
+        model = torch.jit.script(TwoInputs().eval())
+    elif kind == "trace":
+        model = torch.jit.trace(TwoInputs().eval(), args)
+    else:
+        model, args = _script_function, (_x(), _x())
+    verify(model, args)
+    ours = [i.name for i in tso.export(model, args).graph.input]
+    assert ours == [i.name for i in _legacy(model, args).graph.input]
+    assert not any(name.startswith("onnx::") for name in ours)
+
+
 # -- args ----------------------------------------------------------------------------------------
 
 
@@ -151,6 +180,21 @@ class Numbers(torch.nn.Module):
         return out * 2 if flag else out
 
 
+class BoolArithmetic(torch.nn.Module):
+    def forward(self, x, flag: bool, n: int):
+        return x * flag + n
+
+
+class IntShape(torch.nn.Module):
+    def forward(self, x, n: int):
+        return x.reshape(n, -1)
+
+
+class Defaults(torch.nn.Module):
+    def forward(self, x, y=None, scale=2.0):
+        return x * scale if y is None else x + y
+
+
 class Single(torch.nn.Module):
     def forward(self, x):
         return x * 3
@@ -168,6 +212,9 @@ ARG_CASES = [
     ("list-is-one-arg", ListArg(), lambda: [_x(), _x()], None),
     ("list-in-tuple", ListArg(), lambda: ([_x(), _x()],), None),
     ("python-numbers", Numbers(), lambda: (_x(), 3, 0.5, True), None),
+    ("bool-and-int-in-arithmetic", BoolArithmetic(), lambda: (_x(), True, 2), None),
+    ("int-in-a-shape", IntShape(), lambda: (_x(), 3), None),
+    ("float-default-becomes-input", Defaults(), lambda: (_x(),), None),
 ]
 
 

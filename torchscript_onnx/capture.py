@@ -36,6 +36,7 @@ class Captured:
     module: Any = None  # the ScriptModule whose ``self`` is the graph's first input
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)  # id(tensor) -> key
     example_inputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    scripted: bool = False  # a ScriptModule/ScriptFunction graph: inputs keep their debug names
 
 
 @contextlib.contextmanager
@@ -214,4 +215,4 @@ def _capture_script(model, args: tuple) -> Captured:
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
         )
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat)
+                    example_inputs=flat, scripted=True)

@@ -270,7 +270,8 @@ class Converter:
             value.shape = _name_dims(value.shape, self.options.dynamic_axes.get(value.name), value.name)
 
     def name_inputs_like_legacy(self) -> None:
-        """Unnamed inputs become ``onnx::<FirstConsumer>_<k>``, as the legacy exporter names them."""
+        """Unnamed inputs become ``onnx::<FirstConsumer>_<k>``, as the legacy exporter names them;
+        a scripted graph's inputs keep their TorchScript names (``x.1``), as in legacy."""
         given = len(self.options.input_names)
         consumers = self.graph.consumers()
         for k, value in enumerate(self.graph.inputs[: len(self.captured.user_inputs)]):
@@ -278,6 +279,8 @@ class Converter:
                 continue
             users = consumers.get(id(value))
             base = f"onnx::{users[0].op_type}_{k}" if users else f"input_{k}"
+            if self.captured.scripted:
+                base = self.captured.user_inputs[k].debugName()
             self.graph.rename(value, base)
 
     def run(self) -> Graph:
