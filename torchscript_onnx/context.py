@@ -256,7 +256,8 @@ def as_tensor(value, dtype: torch.dtype | None) -> torch.Tensor:
     elif isinstance(value, int):
         tensor = torch.tensor(value, dtype=torch.int64)
     elif isinstance(value, float):
-        tensor = torch.tensor(value, dtype=torch.float32)
+        # float64 constants are made in float64: through float32 they would lose digits (or become inf)
+        tensor = torch.tensor(value, dtype=torch.float64 if dtype == torch.float64 else torch.float32)
     elif isinstance(value, (list, tuple)):
         if value and all(isinstance(v, torch.Tensor) for v in value):
             tensor = torch.stack(list(value))

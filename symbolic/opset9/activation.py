@@ -143,10 +143,14 @@ def selu(g, self):
 @sh.parse_args("v", "f")
 def celu(g, self, alpha=1.0):
     """celu(Tensor self, Scalar alpha=1.0) -> Tensor"""
-    # celu(x) = alpha * elu(x / alpha) (Celu arrived in opset 12)
+    # Celu arrived in opset 12 (float32 only): celu(x) = alpha * elu(x / alpha)
     x = float_input(g, self)
-    inner = g.op("Elu", g.op("Div", x, g.constant(alpha, x.dtype)), alpha_f=1.0)
-    return as_result(g, g.op("Mul", inner, g.constant(alpha, x.dtype)), self)
+    scaled = g.op("Div", x, g.constant(alpha, x.dtype))
+    if x.dtype == torch.float32:
+        return as_result(g, g.op("Mul", g.op("Elu", scaled, alpha_f=1.0), g.constant(alpha, x.dtype)), self)
+    # onnxruntime has Elu for float32 only: relu(x) - relu(alpha * (1 - exp(x / alpha)))
+    negative = g.op("Mul", g.op("Sub", g.constant(1.0, x.dtype), g.op("Exp", scaled)), g.constant(alpha, x.dtype))
+    return as_result(g, g.op("Sub", g.op("Relu", x), g.op("Relu", negative)), self)
 
 
 @_onnx_symbolic("aten::gelu")
