@@ -49,6 +49,7 @@ VALIDATION_ERRORS = [
     ("model-int", dict(model=42), TypeError, "model", True),
     ("model-class", dict(model=torch.nn.Linear), TypeError, "model", True),
     ("model-dataparallel", dict(model="dataparallel"), ValueError, "model", True),
+    ("model-exported-program", dict(model="exported-program"), TypeError, "model", True),
     ("args-object", dict(args=object()), TypeError, "args", True),
     ("args-nested-object", dict(args=(_x(), [object()])), TypeError, "args[1][0]", True),
     ("args-unknown-keyword", dict(args=(_x(), {"nope": 1})), TypeError, "args", True),
@@ -60,6 +61,7 @@ VALIDATION_ERRORS = [
     ("f-directory", dict(f="<dir>"), IsADirectoryError, "f=", True),
     ("f-missing-folder", dict(f="<dir>/missing/model.onnx"), FileNotFoundError, "f=", True),
     ("f-text-stream", dict(f=io.StringIO()), TypeError, "f must be a binary", True),
+    ("f-read-only", dict(f="<read-only>"), ValueError, "f is a file object that is not writable", True),
     ("export_params-str", dict(export_params="yes"), TypeError, "export_params", True),
     ("verbose-int", dict(verbose=1), TypeError, "verbose", True),
     ("training-str", dict(training="eval"), TypeError, "training", True),
@@ -118,10 +120,21 @@ def test_validation_error(tmp_path, overrides, error, text, before_work):
     call.update(overrides)
     if call["model"] == "dataparallel":
         call["model"] = torch.nn.DataParallel(model)
-    if isinstance(call["f"], str) and call["f"].startswith("<dir>"):
+    elif call["model"] == "exported-program":
+        call["model"] = torch.export.export(torch.nn.Linear(3, 4), (_x(),))
+    read_only = None
+    if call["f"] == "<read-only>":
+        source = tmp_path.parent / f"{tmp_path.name}-read-only.onnx"
+        source.write_bytes(b"")
+        call["f"] = read_only = open(source, "rb")
+    elif isinstance(call["f"], str) and call["f"].startswith("<dir>"):
         call["f"] = call["f"].replace("<dir>", str(tmp_path))
-    with pytest.raises(error) as info:
-        tso.export(call.pop("model"), call.pop("args"), call.pop("f"), **call)
+    try:
+        with pytest.raises(error) as info:
+            tso.export(call.pop("model"), call.pop("args"), call.pop("f"), **call)
+    finally:
+        if read_only is not None:
+            read_only.close()
     assert text in str(info.value)
     assert not target.exists()
     assert os.listdir(tmp_path) == []  # no temporary file left either

@@ -57,6 +57,11 @@ def _check_model(model) -> None:
         )
     if isinstance(model, (torch.nn.Module, torch.jit.ScriptFunction)):
         return
+    if type(model).__name__ == "ExportedProgram":
+        raise TypeError(
+            "model is a torch.export.ExportedProgram; this exporter traces modules: pass model.module() "
+            "or the original nn.Module"
+        )
     if callable(model) and not isinstance(model, type):
         return
     raise TypeError(
@@ -86,6 +91,9 @@ def _check_f(f) -> None:
     if callable(getattr(f, "write", None)):
         if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
             raise TypeError("f must be a binary file-like object (opened with 'wb', or io.BytesIO()); got a text stream")
+        writable = getattr(f, "writable", None)
+        if callable(writable) and not writable():
+            raise ValueError("f is a file object that is not writable; open it with 'wb'")
         return
     raise TypeError(
         f"f must be None, a str or os.PathLike path, or a binary file-like object; got {type(f).__name__}"
