@@ -9,3 +9,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(15)
+from .opset15.creation import *  # noqa: F401,F403

@@ -16,3 +16,5 @@ from .opset9.embedding import *  # noqa: F401,F403
 from .opset9.indexing import *  # noqa: F401,F403
 from .opset9.activation import *  # noqa: F401,F403
 from .opset9.logical import *  # noqa: F401,F403
+from .opset9.reduction import *  # noqa: F401,F403
+from .opset9.creation import *  # noqa: F401,F403
