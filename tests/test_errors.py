@@ -351,3 +351,25 @@ def test_errors_leave_the_model_as_it_was():
         assert torch.equal(model.linear.weight, weight)
         assert model.linear.weight.requires_grad and not model.linear.bias.requires_grad
         assert not tso.is_in_onnx_export() and not torch.onnx.is_in_onnx_export()
+
+
+def test_errors_survive_pickling():
+    import pickle
+
+    with pytest.raises(UnsupportedOperatorError) as unsupported:
+        tso.export(TwoUnsupported(), (_x(),), None)
+    copy = pickle.loads(pickle.dumps(unsupported.value))
+    assert str(copy) == str(unsupported.value) and [op.name for op in copy.ops] == ["tso_test::mystery",
+                                                                                      "tso_test::enigma"]
+
+    def broken(g, input, weight, bias):
+        raise KeyError("no such thing")
+
+    tso.register_custom_op_symbolic("aten::linear", broken, 7)
+    try:
+        with pytest.raises(SymbolicValueError) as symbolic:
+            tso.export(UsesFunctionalLinear(), (_x(),), None)
+    finally:
+        tso.unregister_custom_op_symbolic("aten::linear", 7)
+    copy = pickle.loads(pickle.dumps(symbolic.value))
+    assert str(copy) == str(symbolic.value) and copy.node == "aten::linear"

@@ -21,6 +21,9 @@ class UnsupportedOperatorError(OnnxExporterError):
             lines.append("  " + op.describe())
         super().__init__("\n".join(lines))
 
+    def __reduce__(self):  # picklable (multiprocessing, pytest-xdist) despite the two-argument init
+        return type(self), (self.ops, self.opset)
+
 
 class SymbolicValueError(OnnxExporterError):
     """A conversion could not handle one of its values (wrong kind, dtype, shape or non-constant).
@@ -63,6 +66,15 @@ class SymbolicValueError(OnnxExporterError):
 
     def __str__(self) -> str:
         return self.args[0] if self.args else self.message
+
+    def __reduce__(self):
+        state = {k: getattr(self, k) for k in ("node", "opset", "scope", "source", "inputs")}
+        state["args"] = self.args
+        return type(self), (self.message, None), state
+
+    def __setstate__(self, state) -> None:
+        self.args = state.pop("args")
+        self.__dict__.update(state)
 
 
 def describe_value(value) -> str:
