@@ -101,7 +101,12 @@ class _Rewriter:
                 f" ({_source(node)})")
         root = self.root_of(target)
         if target is root and not any(self.root_of(v) is root for v in self.views):
-            return  # a write into a tensor nobody views: the trace already threads it
+            # A write into a tensor nobody views: traces already read the op's output afterwards;
+            # scripted graphs keep reading the input, which now means the written value.
+            if _used_after(root, node):
+                root.replaceAllUsesAfterNodeWith(node, node.output())
+                self.changed = True
+            return
         self.changed = True
         anchor = node
         new = node.output()

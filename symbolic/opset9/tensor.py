@@ -911,3 +911,77 @@ def tril(g, self, diagonal_=0):
 def triu(g, self, diagonal_=0):
     """triu(Tensor self, int diagonal=0) -> Tensor"""
     return _triangle(g, self, diagonal_, lower=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows, strides and broadcasting
+
+
+@_onnx_symbolic("aten::unfold")
+@sh.parse_args("v", "i", "i", "i")
+def unfold(g, self, dimension, size, step):
+    """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"""
+    rank = _require_rank("unfold", self)
+    if rank == 0:
+        return onnx_ops.unsqueeze(g, self, [0])
+    dim = axis_of(dimension, rank)
+    length = _static_dim("unfold", self, dim)
+    count = (length - size) // step + 1
+    # windows[i, j] = i * step + j, gathered along dim, then the window axis moves last
+    index = torch.arange(count).unsqueeze(1) * step + torch.arange(size).unsqueeze(0)
+    windows = g.op("Gather", self, g.constant(index, torch.int64), axis_i=dim)
+    perm = list(range(dim + 1)) + list(range(dim + 2, rank + 1)) + [dim + 1]
+    return windows if perm == list(range(rank + 1)) else g.op("Transpose", windows, perm_i=perm)
+
+
+@_onnx_symbolic("aten::as_strided")
+def as_strided(g, self, size, stride, storage_offset=None):
+    """as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)"""
+    # ONNX tensors have no strides: read the elements of the contiguous input that the strides name.
+    dims = sh._get_const(size, "is", "size")
+    strides = sh._get_const(stride, "is", "stride")
+    offset = 0 if storage_offset is None or sh.is_none(storage_offset) else sh._get_const(storage_offset, "i", "x")
+    positions = torch.full(dims, offset, dtype=torch.int64)
+    for axis, (n, s) in enumerate(zip(dims, strides)):
+        shape = [1] * len(dims)
+        shape[axis] = n
+        positions = positions + (torch.arange(n) * s).reshape(shape)
+    flat = g.op("Reshape", self, g.constant([-1], torch.int64))
+    return g.op("Gather", flat, g.constant(positions, torch.int64), axis_i=0)
+
+
+@_onnx_symbolic("aten::broadcast_tensors")
+def broadcast_tensors(g, tensors):
+    """broadcast_tensors(Tensor[] tensors) -> Tensor[]"""
+    if g.opset < 8:
+        sh.value_error("broadcast_tensors needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
+    values = sh.unpack_list(tensors)
+    static = [sh.static_sizes(v) for v in values]
+    if all(s is not None for s in static):
+        shape = list(torch.broadcast_shapes(*[tuple(s) for s in static]))
+        return [v if static[k] == shape else g.op("Expand", v, g.constant(shape, torch.int64))
+                for k, v in enumerate(values)]
+    # Expand's output shape is the broadcast of its input's and the target's: chain them
+    probe = g.constant(0, torch.int64)
+    for v in values:
+        probe = g.op("Expand", probe, g.op("Shape", v))
+    shape = g.op("Shape", probe)
+    return [g.op("Expand", v, shape) for v in values]
+
+
+@_onnx_symbolic("prim::ConstantSplit")
+def prim_constant_split(g, self, split_size_i=None, dim_i=None):
+    """prim::ConstantSplit[split_size=s, dim=d](Tensor self) -> Tensor..."""
+    return tuple(_split_by_size(g, self, split_size_i, dim_i))
+
+
+@_onnx_symbolic("aten::_shape_as_tensor")
+def _shape_as_tensor(g, self):
+    """_shape_as_tensor(Tensor self) -> Tensor"""
+    return onnx_ops.shape_of(g, self)
+
+
+@_onnx_symbolic("aten::_reshape_from_tensor")
+def _reshape_from_tensor(g, self, shape):
+    """_reshape_from_tensor(Tensor self, Tensor shape) -> Tensor"""
+    return reshape_to(g, self, shape)

@@ -389,3 +389,20 @@ def _write_into_chunk(x):
 def test_write_into_uninvertible_view_is_a_clear_error(fn):
     with pytest.raises(Exception, match="write into the base tensor instead"):
         export(Case("m", fn, None).module(), (torch.randn(4, 4),), io.BytesIO(), opset_version=17)
+
+
+class _ScriptedWrites(torch.nn.Module):
+    def forward(self, x):
+        y = x.clone()
+        y.add_(1)  # scripted graphs keep reading `y` after the write
+        y[0] = y[1]
+        y[:, 1:3] *= 2
+        return y
+
+
+@pytest.mark.parametrize("opset", [9, 17])
+def test_scripted_writes_into_views(opset):
+    from torchscript_onnx.verify import verify
+
+    verify(torch.jit.script(_ScriptedWrites()), (torch.randn(3, 4),), opset_version=opset,
+           other_inputs=[(torch.randn(5, 4),)], input_names=["x"], dynamic_axes={"x": {0: "n"}})
