@@ -57,7 +57,7 @@ def _check_model(model) -> None:
         )
     if isinstance(model, (torch.nn.Module, torch.jit.ScriptFunction)):
         return
-    if type(model).__name__ == "ExportedProgram":
+    if isinstance(model, torch.export.ExportedProgram):
         raise TypeError(
             "model is a torch.export.ExportedProgram; this exporter traces modules: pass model.module() "
             "or the original nn.Module"
