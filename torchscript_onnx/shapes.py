@@ -547,6 +547,11 @@ def _pad(node: Node) -> None:
     _set(node, 0, x.dtype, [d + pads[i] + pads[i + n] if isinstance(d, int) else None for i, d in enumerate(x.shape)])
 
 
+def _det(node: Node) -> None:
+    x = node.inputs[0]
+    _set(node, 0, x.dtype, None if x.shape is None else x.shape[:-2])
+
+
 def _fixed(dtype):
     return lambda node: _set(node, 0, dtype, node.inputs[0].shape)
 
@@ -556,7 +561,7 @@ UNARY_SAME = (
     "Tanh Relu LeakyRelu Elu Selu Celu Softplus Softsign HardSigmoid HardSwish ThresholdedRelu Floor Ceil "
     "Round Sign Identity Dropout Softmax LogSoftmax Hardmax Clip PRelu Gelu Mish Not BitwiseNot "
     "LRN InstanceNormalization LayerNormalization GroupNormalization MeanVarianceNormalization CumSum "
-    "Trilu LpNormalization Shrink Det"
+    "Trilu LpNormalization Shrink"
 ).split()
 BINARY_BROADCAST = "Add Sub Mul Div Pow Max Min Mean Sum Mod BitShift And Or Xor BitwiseAnd BitwiseOr BitwiseXor".split()
 COMPARISONS = "Equal Less LessOrEqual Greater GreaterOrEqual".split()
@@ -570,6 +575,7 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     **{op: _elementwise for op in BINARY_BROADCAST},
     **{op: _comparison for op in COMPARISONS},
     **{op: _reduce for op in REDUCTIONS},
+    "Det": _det,
     "IsNaN": _fixed(torch.bool),
     "IsInf": _fixed(torch.bool),
     "Where": _where,
