@@ -153,6 +153,7 @@ FOLDERS: dict[str, Callable] = {
     "Min": lambda xs, attrs: [torch.stack(torch.broadcast_tensors(*xs)).amin(0)],
     "And": _binary(torch.logical_and),
     "Or": _binary(torch.logical_or),
+    "Xor": _binary(torch.logical_xor),
     "Not": _unary(torch.logical_not),
     "Neg": _unary(torch.neg),
     "Abs": _unary(torch.abs),

@@ -276,6 +276,21 @@ def floor_divide(g, self, other):
     return div(g, self, other, "floor")
 
 
+@_onnx_symbolic("aten::_floor_divide")
+def _floor_divide(g, self, other):
+    """_floor_divide(Tensor self, Tensor other) -> Tensor"""
+    return div(g, self, other, "floor")
+
+
+@_onnx_symbolic("aten::floordiv")
+def floordiv(g, self, other):
+    """floordiv.int(int a, int b) -> int"""
+    a, b = sh.const(self, None), sh.const(other, None)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b != 0:
+        return a // b  # Python numbers known at export time (scripted shape arithmetic)
+    return div(g, self, other, "floor")
+
+
 def trunc_float(g, x: Value) -> Value:
     """Round toward zero (ONNX has no Trunc)."""
     if g.opset >= 9:
@@ -544,6 +559,83 @@ def erfinv(g, self):
     step = g.op("Div", g.op("Sub", g.op("Erf", y), x), slope)
     finite = g.op("Less", g.op("Abs", y), g.constant(_INF, dtype))
     return g.op("Where", finite, g.op("Sub", y, step), y)
+
+
+@_onnx_symbolic("aten::positive")
+def positive(g, self):
+    """positive(Tensor(a) self) -> Tensor(a)"""
+    return self
+
+
+@_onnx_symbolic("aten::sgn")
+def sgn(g, self):
+    """sgn(Tensor self) -> Tensor"""
+    return sign(g, self)
+
+
+@_onnx_symbolic("aten::copysign")
+def copysign(g, self, other):
+    """copysign.Tensor(Tensor self, Tensor other) -> Tensor"""
+    dtype = float_dtype(g, self)
+    magnitude = g.op("Abs", as_operand(g, self, dtype))
+    y = as_operand(g, other, dtype)
+    # the sign bit of y: y < 0, or y == -0 (1 / -0 is -inf); a NaN y counts as positive
+    zero = g.constant(0.0, dtype)
+    negative = g.op("Or", g.op("Less", y, zero), g.op("Less", g.op("Div", g.constant(1.0, dtype), y), zero))
+    return where(g, negative, g.op("Neg", magnitude), magnitude)
+
+
+@_onnx_symbolic("aten::heaviside")
+def heaviside(g, self, values):
+    """heaviside(Tensor self, Tensor values) -> Tensor"""
+    dtype = result_dtype(g, self, values)
+    x = as_operand(g, self, dtype)
+    zero = g.constant(0, dtype)
+    step = onnx_ops.cast(g, compare(g, "Greater", x, zero), dtype)
+    return where(g, compare(g, "Equal", x, zero), as_operand(g, values, dtype), step)
+
+
+@_onnx_symbolic("aten::hypot")
+def hypot(g, self, other):
+    """hypot(Tensor self, Tensor other) -> Tensor"""
+    dtype = result_dtype(g, self, other)
+    a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
+    return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+
+
+@_onnx_symbolic("aten::logaddexp2")
+def logaddexp2(g, self, other):
+    """logaddexp2(Tensor self, Tensor other) -> Tensor"""
+    dtype = result_dtype(g, self, other)
+    a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
+    larger = binary(g, "Max", a, b, dtype)
+    gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
+    ln2 = g.constant(math.log(2.0), dtype)
+    sum_of_powers = g.op("Add", g.op("Exp", g.op("Mul", gap, ln2)), g.constant(1.0, dtype))
+    return g.op("Add", larger, g.op("Div", g.op("Log", sum_of_powers), ln2))
+
+
+@_onnx_symbolic("aten::deg2rad")
+def deg2rad(g, self):
+    """deg2rad(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return binary(g, "Mul", self, g.constant(math.pi / 180.0, dtype), dtype)
+
+
+@_onnx_symbolic("aten::rad2deg")
+def rad2deg(g, self):
+    """rad2deg(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    return binary(g, "Mul", self, g.constant(180.0 / math.pi, dtype), dtype)
+
+
+@_onnx_symbolic("aten::sinc")
+def sinc(g, self):
+    """sinc(Tensor self) -> Tensor"""
+    dtype = float_dtype(g, self)
+    x = g.op("Mul", as_operand(g, self, dtype), g.constant(math.pi, dtype))
+    zero = g.constant(0.0, dtype)
+    return where(g, compare(g, "Equal", x, zero), g.constant(1.0, dtype), g.op("Div", g.op("Sin", x), x))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,6 +36,11 @@ def _inplace_div(x):
     return y
 
 
+class _ScaledByHalfBatch(torch.nn.Module):
+    def forward(self, x):
+        return x * (x.size(0) // 2)
+
+
 CASES = [
     # add / sub / mul / div, with alpha, scalars and mixed dtypes
     *per_dtype("add", lambda a, b: a + b, (F32, I64, I32, BOOL, I8, U8), ("any", "any"), opsets=ARITH),
@@ -79,6 +84,23 @@ CASES = [
     *per_dtype("xlogy", torch.xlogy, (F32,), ("any", "pos"), min_opset=9, opsets=(11,)),
     Case("xlogy_zero", torch.xlogy, lambda: (torch.tensor([0.0, 1.0, 0.0, 2.0]), torch.tensor([0.0, 3.0, 5.0, 0.5])),
          min_opset=9, opsets=(11,)),
+    *per_dtype("sgn", torch.sgn, (F32, I64), opsets=(9,)),
+    *per_dtype("positive", torch.positive, (F32, I64)),
+    Case("copysign", torch.copysign, lambda: (sample(F32), torch.tensor([1.0, -1.0, 0.0, -0.0] * 3).reshape(3, 4)),
+         min_opset=9),
+    Case("copysign_int", torch.copysign, lambda: (sample(I64), sample(F32)), min_opset=9),
+    Case("heaviside", torch.heaviside, lambda: (torch.tensor([-1.5, 0.0, 2.0, 0.0]), torch.tensor([0.5, 0.25, 7.0, 1.0])),
+         min_opset=9, opsets=(11,)),
+    Case("heaviside_int", torch.heaviside, lambda: (sample(I64), sample(I64)), min_opset=9, opsets=(11,)),
+    *per_dtype("hypot", torch.hypot, (F32,), ("any", "any")),
+    *per_dtype("logaddexp2", torch.logaddexp2, (F32,), ("any", "any")),
+    *per_dtype("deg2rad", torch.deg2rad, (F32, I64)),
+    *per_dtype("rad2deg", torch.rad2deg, (F32, I64)),
+    Case("sinc", torch.sinc, lambda: (torch.tensor([0.0, 0.5, -1.5, 2.25, 1e-3]),), min_opset=9, opsets=(11,)),
+    Case("floordiv_scripted", torch.jit.script(_ScaledByHalfBatch()), lambda: (sample(F32, shape=(5, 2)),)),
+    Case("floordiv_scripted_dynamic", torch.jit.script(_ScaledByHalfBatch()), lambda: (sample(F32, shape=(5, 2)),),
+         export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}),
+         other_inputs=lambda: [(sample(F32, shape=(8, 2)),), (sample(F32, shape=(1, 2)),)]),
     # remainder / fmod (Mod from opset 10)
     *per_dtype("remainder", torch.remainder, NUMERIC, ("any", "nonzero"), opsets=(9, 10, 12)),
     *per_dtype("remainder_scalar", lambda a: torch.remainder(a, -3), NUMERIC, opsets=(9, 10, 12)),
@@ -162,3 +184,13 @@ def test_elementwise(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_elementwise_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+@pytest.mark.parametrize("name", ["aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::clamp_",
+                                  "aten::relu_", "aten::sigmoid_", "aten::pow_", "aten::remainder_",
+                                  "aten::bitwise_and_", "aten::logical_not_", "aten::where_"])
+def test_inplace_ops_map_to_functional(name):
+    from symbolic import registry
+
+    for opset in (7, 9, 10, 18, 26):
+        assert registry.lookup(name, opset) is registry.lookup(name[:-1], opset) is not None
