@@ -253,6 +253,20 @@ def test_unused_inputs_are_dropped_as_in_legacy():
     verify(model, args)
 
 
+class BranchOnly(torch.nn.Module):
+    def forward(self, x, y):
+        if bool(x.sum() > 0):
+            return x + y
+        return x - 1
+
+
+def test_inputs_read_only_inside_a_branch_are_kept():
+    model, x, y = torch.jit.script(BranchOnly()), torch.ones(2, 3), torch.randn(2, 3)
+    proto = tso.export(model, (x, y), opset_version=13)
+    assert [i.name for i in proto.graph.input] == ["x.1", "y.1"]
+    verify(model, (x, y), opset_version=13, other_inputs=[(-x, y)])
+
+
 # -- outputs -------------------------------------------------------------------------------------
 
 
