@@ -19,3 +19,4 @@ from .opset9.logical import *  # noqa: F401,F403
 from .opset9.reduction import *  # noqa: F401,F403
 from .opset9.creation import *  # noqa: F401,F403
 from .opset9.linalg import *  # noqa: F401,F403
+from .opset9.joining import *  # noqa: F401,F403

@@ -19,8 +19,7 @@ from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .math import as_operand
-from .tensor import (_require_rank, _static_dim, axis_of, concat_shape, dim_value, reshape_static_or_runtime,
-                     shape_parts)
+from .tensor import _require_rank, _static_dim, axis_of, concat_shape, dim_value, shape_parts
 
 _onnx_symbolic = onnx_symbolic(9)
 INT64_MAX = onnx_ops.INT64_MAX
