@@ -37,25 +37,38 @@ def embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     return _renormed_rows(g, rows, max_norm, norm_type)
 
 
+_RENORM = ("aten::embedding_renorm_", "aten::embedding_renorm")
+_LOOKUPS = ("aten::embedding", "aten::embedding_bag")
+
+
 def _renorm_before(node) -> tuple[float, float] | None:
-    """(max_norm, norm_type) of an ``embedding_renorm_`` on this embedding's weight earlier in the
-    graph. F.embedding(max_norm=...) renormalizes the weight in place (through ``weight.detach()``)
-    and then reads ``weight``, so the trace shows no data edge between the two; the rows the
-    lookup reads are exactly the renormalized ones."""
-    if node is None or node.kind() != "aten::embedding":
+    """(max_norm, norm_type) when this lookup reads its weight through an ``embedding_renorm_`` on
+    the same indices that only lookups read (F.embedding(max_norm=...) renormalizes the weight in
+    place, then reads it). The rows a lookup reads are exactly the renormalized ones, so the lookup
+    renormalizes what it gathers and the renorm itself emits nothing."""
+    if node is None or node.kind() not in _LOOKUPS:
         return None
-    weight, indices = node.inputsAt(0), node.inputsAt(1)
-    aliases = [weight] + [use.user.output() for use in weight.uses() if use.user.kind() == "aten::detach"]
-    for alias in aliases:
-        for use in alias.uses():
+    weight = node.inputsAt(0)
+    while weight.node().kind() == "aten::detach":
+        weight = weight.node().inputsAt(0)
+    renorm = weight.node()
+    if renorm.kind() not in _RENORM or renorm.inputsAt(1) is not node.inputsAt(1) or not _only_lookups(renorm):
+        return None
+    max_norm, norm_type = (renorm.inputsAt(k).toIValue() for k in (2, 3))
+    return float(max_norm), float(norm_type)
+
+
+def _only_lookups(renorm) -> bool:
+    """Whether every reader of the renormalized weight (through detach) is a lookup with its indices."""
+    pending, indices = [renorm.output()], renorm.inputsAt(1)
+    while pending:
+        for use in pending.pop().uses():
             user = use.user
-            if user.kind() in ("aten::embedding_renorm_", "aten::embedding_renorm") and use.offset == 0 \
-                    and user.inputsAt(1) is indices and user.isBefore(node):
-                max_norm, norm_type = (user.inputsAt(k).toIValue() for k in (2, 3))
-                if max_norm is None or norm_type is None:
-                    return None
-                return float(max_norm), float(norm_type)
-    return None
+            if user.kind() == "aten::detach":
+                pending.append(user.output())
+            elif user.kind() not in _LOOKUPS or use.offset != 0 or user.inputsAt(1) is not indices:
+                return False
+    return all(renorm.inputsAt(k).node().kind() == "prim::Constant" for k in (2, 3))
 
 
 def _row_norms(g, rows: Value, norm_type: float) -> Value:
@@ -90,8 +103,11 @@ def _renormed_rows(g, rows: Value, max_norm: float, norm_type: float) -> Value:
 @sh.parse_args("v", "v", "f", "f")
 def embedding_renorm(g, self, indices, max_norm, norm_type):
     """embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)"""
-    # The whole weight with the rows ``indices`` reads renormalized. (F.embedding never reads this
-    # result; its lookup renormalizes the rows it gathers, see ``embedding``.)
+    # The whole weight with the rows ``indices`` reads renormalized. When only lookups with the
+    # same indices read it (F.embedding), they renormalize the rows they gather instead.
+    node = g.original_node
+    if node is not None and _only_lookups(node):
+        return self
     if g.opset < 9:
         sh.value_error("embedding_renorm_ needs opset 9 or higher (pass opset_version=9)")
     renormed = _renormed_rows(g, self, max_norm, norm_type)
@@ -111,7 +127,8 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     if g.opset < 9:
         sh.value_error("embedding_bag needs opset 9 or higher (pass opset_version=9)")
     mode = _MODES[sh._get_const(mode, "i", "mode")]
-    include_last = not sh.is_none(include_last_offset) and sh._get_const(include_last_offset, "b", "include_last_offset")
+    include_last = not sh.is_none(include_last_offset) and sh._get_const(include_last_offset, "b",
+                                                                         "include_last_offset")
     padding = None if sh.is_none(padding_idx) else sh._get_const(padding_idx, "i", "padding_idx")
     if indices.rank != 1:
         sh.value_error("embedding_bag: indices must be 1-D here (F.embedding_bag flattens 2-D input)", indices)
@@ -133,6 +150,9 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
         member = g.op("And", member, onnx_ops.unsqueeze(g, g.op("Not", g.op("Equal", indices, g.constant(
             padding, torch.int64))), [0]))
     rows = g.op("Gather", weight, indices, axis_i=0)
+    renorm = _renorm_before(g.original_node)
+    if renorm is not None:
+        rows = _renormed_rows(g, rows, *renorm)
     weights = onnx_ops.cast(g, member, dtype)
     sizes = onnx_ops.reduce(g, "ReduceSum", weights, [1], True)
     if mode == "max":

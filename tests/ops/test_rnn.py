@@ -106,7 +106,8 @@ def layer_case(kind: str, name: str, layers=1, bidirectional=False, batch_first=
 
     rnn = make_rnn(kind, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias,
                    dropout=dropout)
-    case = Case(f"{kind.lower()}_{name}", Run(rnn), inputs, min_opset=7, opsets=RNN_OPSETS, rtol=1e-4, atol=1e-5,
+    # Without states torch makes zeros of the runtime batch size: Expand needs opset 8.
+    case = Case(f"{kind.lower()}_{name}", Run(rnn), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS,
                 export_options=_dynamic(kind, batch_first, states=states), other_inputs=other)
     return case if states else _needs(case, "aten::zeros")
 
@@ -125,7 +126,9 @@ def packed_case(kind: str, name: str, layers=1, bidirectional=False, batch_first
         return [(_x(7, 2, batch_first), lengths, *(_states(kind, layers * dirs, 2) if states else ()))]
 
     rnn = make_rnn(kind, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
-    case = Case(f"{kind.lower()}_packed_{name}", Packed(rnn, **packing), inputs, min_opset=9, opsets=PACKED_OPSETS,
+    # Unsorted lengths are sorted with TopK, which takes integers from opset 11.
+    case = Case(f"{kind.lower()}_packed_{name}", Packed(rnn, **packing), inputs, min_opset=9 if sorted_lengths else 11,
+                opsets=PACKED_OPSETS,
                 export_options=_dynamic(kind, batch_first, packed=True, states=states), other_inputs=other)
     if not states:
         _needs(case, "aten::zeros", "aten::select")
@@ -157,7 +160,7 @@ def cell_case(name: str, cell: nn.Module, states: int, needs=()) -> Case:
 
     names = ["x", "h", "c"][:1 + states]
     options = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
-    return _needs(Case(name, Cell(cell), inputs, min_opset=7, opsets=RNN_OPSETS, export_options=options,
+    return _needs(Case(name, Cell(cell), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS, export_options=options,
                        other_inputs=other), *needs)
 
 
