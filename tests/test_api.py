@@ -437,6 +437,7 @@ def test_verbose_prints_a_readable_graph_with_scopes(capsys):
     assert "Gemm" in printed and "/linear" in printed and "/head" in printed
     assert os.path.basename(__file__) in printed
     tso.export(Net(), (_x(),), verbose=False)
+    tso.export(Net(), (_x(),), verbose=None)  # torch's public default, meaning False
     assert capsys.readouterr().out == ""
 
 

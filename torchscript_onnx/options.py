@@ -211,7 +211,8 @@ def validate_options(
     operator_export_type = _enum_member(operator_export_type, OperatorExportTypes, "operator_export_type")
     custom_opsets = _check_custom_opsets(custom_opsets)
     autograd_inlining = _check_bool(autograd_inlining, "autograd_inlining")
-    verbose = _check_bool(verbose, "verbose")
+    # None is the default of torch's public export signature and means False there.
+    verbose = False if verbose is None else _check_bool(verbose, "verbose")
     if operator_export_type is not OperatorExportTypes.ONNX:
         raise NotImplementedError(
             f"operator_export_type=OperatorExportTypes.{operator_export_type.name} is not implemented yet; "
