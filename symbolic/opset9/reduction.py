@@ -534,8 +534,22 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
     # mask[i, j] = j <= i, broadcast against x unsqueezed at ``axis`` (axis: i, axis + 1: j)
     mask = torch.tril(torch.ones(n, n, dtype=torch.bool)).reshape([n, n] + [1] * (rank - axis - 1))
     spread = onnx_ops.unsqueeze(g, x, [axis])
-    masked = g.op("Where", g.constant(mask), spread, g.constant(neutral, x.dtype))
+    if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
+        masked = g.op("Mul", spread, g.constant(mask.to(x.dtype)))
+    else:
+        masked = g.op("Where", g.constant(mask), spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
+
+
+@_onnx_symbolic("aten::cumsum")
+def cumsum(g, self, dim, dtype=None):
+    """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    # CumSum arrives at opset 11; before, sum the masked prefixes (static size along dim).
+    out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
+    n = sh.sizes(self)[axes_of(dim, self.rank)[0]] if self.rank else 1
+    if not isinstance(n, int):
+        sh.value_error("cumsum along a dim of runtime size needs opset 11 or higher (pass opset_version=11)", self)
+    return _prefix_reduce(g, "ReduceSum", onnx_ops.cast(g, self, out_dtype), dim, 0, "cumsum")
 
 
 @_onnx_symbolic("aten::cumprod")

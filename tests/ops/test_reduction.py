@@ -22,6 +22,14 @@ def i32(*shape):
     return lambda: (torch.randint(-5, 6, shape, dtype=torch.int32),)
 
 
+def f16(*shape):
+    return lambda: (torch.randn(*shape).half(),)
+
+
+def f64(*shape):
+    return lambda: (torch.randn(*shape, dtype=torch.float64),)
+
+
 def boolean(*shape):
     return lambda: (torch.randn(*shape) > 0,)
 
@@ -50,7 +58,10 @@ CASES = [
     Case("sum_dim_dtype", lambda x: x.sum([0], dtype=torch.float64), i64(3, 4), opsets=SUM_OPSETS),
     Case("sum_dynamic", lambda x: x.sum(1), f32(3, 4), opsets=SUM_OPSETS, export_options=DYN,
          other_inputs=lambda: [(torch.randn(5, 4),)]),
+    Case("sum_half", lambda x: x.sum(1), f16(3, 4), opsets=SUM_OPSETS, rtol=1e-2, atol=1e-2),
+    Case("sum_double", lambda x: x.sum(0), f64(3, 4), opsets=SUM_OPSETS),
     Case("mean", lambda x: x.mean(), f32(3, 4), opsets=REDUCE_OPSETS),
+    Case("mean_half", lambda x: x.mean(0), f16(3, 4), opsets=REDUCE_OPSETS, rtol=1e-2, atol=1e-2),
     Case("mean_dims", lambda x: x.mean((0, 2), keepdim=True), f32(2, 3, 4), opsets=REDUCE_OPSETS),
     Case("mean_dtype", lambda x: x.mean(1, dtype=torch.float64), f32(3, 4), opsets=REDUCE_OPSETS),
     Case("prod", lambda x: x.prod(), f32(2, 3), opsets=REDUCE_OPSETS),
@@ -69,7 +80,10 @@ CASES = [
     Case("max_dim", lambda x: x.max(1), distinct(3, 4), opsets=REDUCE_OPSETS),
     Case("max_dim_keepdim_int", lambda x: x.max(0, keepdim=True), lambda: (torch.randperm(12).reshape(3, 4),),
          opsets=REDUCE_OPSETS),
+    Case("max_half_dim", lambda x: x.max(1), lambda: (torch.randperm(12).reshape(3, 4).half(),),
+         opsets=REDUCE_OPSETS),
     Case("min", lambda x: x.min(), f32(3, 4), opsets=REDUCE_OPSETS),
+    Case("min_double", lambda x: x.min(), f64(3, 4), opsets=REDUCE_OPSETS),
     Case("min_dim", lambda x: x.min(-1, keepdim=True), distinct(3, 4), opsets=REDUCE_OPSETS),
     Case("max_other", lambda x: torch.max(x, x.flip(0)), f32(3, 4)),
     Case("min_other_int", lambda x: torch.min(x, x.flip(0)), i64(3, 4), opsets=(9, 12)),
@@ -106,6 +120,7 @@ CASES = [
          opsets=REDUCE_OPSETS),
     # std / var
     Case("std", lambda x: x.std(), f32(3, 4), opsets=SUM_OPSETS + REDUCE_OPSETS),
+    Case("var_double", lambda x: x.var(1, keepdim=True), f64(3, 4), opsets=SUM_OPSETS + REDUCE_OPSETS),
     Case("std_dim_biased", lambda x: x.std(1, unbiased=False), f32(3, 4), opsets=REDUCE_OPSETS),
     Case("std_correction", lambda x: torch.std(x, (0, 2), correction=2, keepdim=True), f32(3, 4, 5),
          opsets=SUM_OPSETS + REDUCE_OPSETS),
@@ -146,11 +161,13 @@ CASES = [
          opsets=REDUCE_OPSETS, rtol=1e-4, atol=1e-3),
     Case("logsumexp_int", lambda x: torch.logsumexp(x, 0), i64(3, 4), opsets=REDUCE_OPSETS),
     # scans
-    Case("cumsum", lambda x: x.cumsum(1), f32(3, 4), min_opset=11),
-    Case("cumsum_int32", lambda x: x.cumsum(0), i32(3, 4), min_opset=11),
-    Case("cumsum_bool_neg_dim", lambda x: x.cumsum(-1), boolean(3, 4), min_opset=11),
-    Case("cumsum_dtype", lambda x: x.cumsum(0, dtype=torch.float64), f32(3, 4), min_opset=11),
-    Case("cumsum_half", lambda x: x.half().cumsum(0), f32(3, 4), min_opset=11, opsets=(14,), rtol=1e-2, atol=1e-2),
+    Case("cumsum", lambda x: x.cumsum(1), f32(3, 4), opsets=(11,) + SUM_OPSETS),
+    Case("cumsum_int32", lambda x: x.cumsum(0), i32(3, 4), opsets=(11,) + SUM_OPSETS),
+    Case("cumsum_bool_neg_dim", lambda x: x.cumsum(-1), boolean(3, 4), opsets=(11,) + SUM_OPSETS),
+    Case("cumsum_dtype", lambda x: x.cumsum(0, dtype=torch.float64), f32(3, 4), opsets=(11,) + SUM_OPSETS),
+    Case("cumsum_dynamic", lambda x: x.cumsum(0), f32(3, 4), min_opset=11, export_options=DYN,
+         other_inputs=lambda: [(torch.randn(7, 4),)]),
+    Case("cumsum_half", lambda x: x.half().cumsum(0), f32(3, 4), opsets=(11, 14), rtol=1e-2, atol=1e-2),
     Case("cumprod", lambda x: x.cumprod(1), f32(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
     Case("cumprod_int_dim0", lambda x: x.cumprod(0), i64(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
     Case("logcumsumexp", lambda x: torch.logcumsumexp(x * 30, 0), f32(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
