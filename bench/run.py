@@ -277,6 +277,17 @@ def _versions() -> dict:
     return {"torch": torch.__version__, "onnxruntime": onnxruntime.__version__, "onnxscript": onnxscript_version}
 
 
+def _write(out_dir, meta, records, partial) -> dict:
+    text = markdown(records, {**meta, "date": meta["date"] + (" partial" if partial else "")})
+    with open(os.path.join(out_dir, "latest.md"), "w") as f:
+        f.write(text)
+    result = {"meta": {**meta, "partial": partial}, "columns": COLUMNS, "models": records,
+              "summary": {r["model"]: summarize(r) for r in records}, "markdown": text}
+    with open(os.path.join(out_dir, "latest.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
 def parse_args(argv=None):
     import torchscript_onnx
 
@@ -304,11 +315,21 @@ def main(argv=None) -> dict:
         return {}
     known = models.all_models()
     names = [n.strip() for n in ns.models.split(",") if n.strip()] if ns.models else models.default_names()
+    if not names:
+        raise SystemExit("--models names no model")
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     dynamo = not ns.no_dynamo
     missing = exporters.dynamo_missing() if dynamo else None
+    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
+    meta = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": f"python -m bench.run {argv_text}".strip(),
+        "opset": ns.opset, "repeat": ns.repeat, "ort_runs": ns.ort_runs, "dynamo": dynamo,
+        "cpus": os.cpu_count(), "platform": platform.platform(), **_versions(),
+    }
+    os.makedirs(ns.out_dir, exist_ok=True)
     records = []
     for name in names:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
@@ -319,22 +340,9 @@ def main(argv=None) -> dict:
             rec.setdefault("export", {})["dynamo"] = {"times": [], "median": None, "error": missing}
         rec["seconds"] = time.perf_counter() - start
         records.append(rec)
-    argv_text = " ".join(sys.argv[1:] if argv is None else argv)
-    meta = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": f"python -m bench.run {argv_text}".strip(),
-        "opset": ns.opset, "repeat": ns.repeat, "ort_runs": ns.ort_runs, "dynamo": dynamo,
-        "cpus": os.cpu_count(), "platform": platform.platform(), **_versions(),
-    }
-    text = markdown(records, meta)
-    print(text)
-    os.makedirs(ns.out_dir, exist_ok=True)
-    with open(os.path.join(ns.out_dir, "latest.md"), "w") as f:
-        f.write(text)
-    result = {"meta": meta, "columns": COLUMNS, "models": records,
-              "summary": {r["model"]: summarize(r) for r in records}}
-    with open(os.path.join(ns.out_dir, "latest.json"), "w") as f:
-        json.dump(result, f, indent=1)
+        # Written after every model so a long run can be watched (and is not lost if stopped).
+        result = _write(ns.out_dir, meta, records, partial=len(records) < len(names))
+    print(result["markdown"], end="")
     return result
 
 
