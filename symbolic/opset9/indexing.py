@@ -258,12 +258,9 @@ def _scatter_merged(g, self, merged: _Merged, values, acc: bool) -> Value:
     target = concat_shape(g, [g.op("Shape", merged.linear) if sh.static_sizes(merged.linear) is None
                               else list(sh.static_sizes(merged.linear)), merged.rest_shape])
     values = g.op("Expand", values, target)
-    rest = merged.rest_shape
-    width = [int(torch.Size(rest).numel())] if isinstance(rest, list) else None
-    if width is None:
-        sh.value_error("index_put: the dims that are not indexed must have static sizes")
-    updates = g.op("Reshape", values, g.constant([-1] + width, torch.int64))
-    flat = g.op("Reshape", merged.flat, g.constant([-1] + width, torch.int64))
+    # [N, W] and [L, W]: the merged dim against everything else, W = product of the other dims
+    flat = g.op("Flatten", merged.moved, axis_i=len(merged.positions))
+    updates = g.op("Flatten", values, axis_i=batch_rank)
     positions = g.op("Expand", g.op("Reshape", merged.linear, g.constant([-1, 1], torch.int64)),
                      g.op("Shape", updates))
     if acc:
