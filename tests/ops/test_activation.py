@@ -74,6 +74,12 @@ CASES = [
     Case("tanhshrink", F.tanhshrink, _wide()),
     Case("logit", torch.logit, lambda: (torch.rand(3, 4) * 0.98 + 0.01,)),
     Case("logit_eps", lambda x: torch.logit(x, eps=0.1), lambda: (torch.rand(3, 4),)),
+    *[Case(f"{name}-float16", fn, lambda: (sample(torch.float16),), rtol=1e-2, atol=1e-2, opsets=opsets,
+           min_opset=min_opset)
+      for name, fn, opsets, min_opset in (("relu", torch.relu, (14,), 7), ("gelu", F.gelu, (20,), 9),
+                                          ("hardswish", F.hardswish, (14,), 7), ("mish", F.mish, (18,), 7),
+                                          ("celu", F.celu, (12,), 7), ("softplus", F.softplus, (), 7),
+                                          ("elu", F.elu, (), 7), ("sigmoid", torch.sigmoid, (), 7))],
     Case("softmax", lambda x: F.softmax(x, dim=-1), _wide(), opsets=(13,)),
     Case("softmax_dim1", lambda x: F.softmax(x, dim=1), _wide(), opsets=(13,)),
     Case("softmax_dtype", lambda x: F.softmax(x, dim=1, dtype=torch.float64), _wide(), opsets=(13,)),

@@ -101,6 +101,13 @@ CASES = [
     Case("floordiv_scripted_dynamic", torch.jit.script(_ScaledByHalfBatch()), lambda: (sample(F32, shape=(5, 2)),),
          export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}),
          other_inputs=lambda: [(sample(F32, shape=(8, 2)),), (sample(F32, shape=(1, 2)),)]),
+    # float16: onnxruntime computes float16 nodes without a float16 kernel in float32
+    *[Case(f"{name}-float16", fn, lambda: (sample(torch.float16),), rtol=1e-2, atol=1e-2, opsets=opsets)
+      for name, fn, opsets in (("add", lambda a: a + 1.5, (9,)), ("exp", torch.exp, ()), ("round", torch.round, (11,)),
+                               ("clamp", lambda a: a.clamp(-0.5, 0.5), (11, 12)), ("remainder", lambda a: a % 0.7, (10,)),
+                               ("pow", lambda a: a ** 2, (12,)), ("sign", torch.sign, (9,)), ("trunc", torch.trunc, (9,)),
+                               ("sinh", torch.sinh, (9,)))],
+    Case("erf-float16", torch.erf, lambda: (sample(torch.float16),), rtol=1e-2, atol=1e-2, min_opset=9),
     # remainder / fmod (Mod from opset 10)
     *per_dtype("remainder", torch.remainder, NUMERIC, ("any", "nonzero"), opsets=(9, 10, 12)),
     *per_dtype("remainder_scalar", lambda a: torch.remainder(a, -3), NUMERIC, opsets=(9, 10, 12)),

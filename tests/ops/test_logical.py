@@ -112,6 +112,10 @@ CASES = [
       for fn in (torch.isnan, torch.isinf, torch.isfinite)],
     *[Case(f"{fn.__name__}-{str(dt)[6:]}", fn, lambda dt=dt: (sample(dt),), opsets=(9, 10))
       for fn in (torch.isnan, torch.isinf, torch.isfinite) for dt in (I64, I32, BOOL)],
+    Case("where-float16", torch.where, lambda: (sample(BOOL), sample(F16), sample(F16)), min_opset=9),
+    Case("isinf-float16", torch.isinf, lambda: (_special()[0].half(),), opsets=(9, 10)),
+    Case("isnan-float16", torch.isnan, lambda: (_special()[0].half(),), opsets=(9, 10)),
+    Case("nan_to_num-float16", torch.nan_to_num, lambda: (_special()[0].half(),), min_opset=9, opsets=(10,)),
     Case("nan_to_num", torch.nan_to_num, lambda: (_special()[0],), min_opset=9, opsets=(10,)),
     Case("nan_to_num_values", lambda x: torch.nan_to_num(x, nan=1.5, posinf=100.0, neginf=-7.0),
          lambda: (_special()[0],), min_opset=9, opsets=(10,)),
