@@ -8,6 +8,8 @@ indices known at export time become constants (small ones fold; large fills stay
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torchscript_onnx import dtypes
@@ -326,6 +328,86 @@ def scalar_tensor(g, s, dtype=None, layout=None, device=None, pin_memory=None):
     if raw is not sh.UNKNOWN:
         return g.constant(raw, out_dtype)
     return onnx_ops.cast(g, s, out_dtype)
+
+
+def _literal_dtype(items) -> torch.dtype:
+    """The dtype torch.tensor infers for a (nested) list: bool, int64 or the default float."""
+    kinds = set()
+
+    def visit(item):
+        if isinstance(item, Value) and item.elements is not None:
+            for e in item.elements:
+                visit(e)
+            return
+        raw = sh.const(item, sh.UNKNOWN) if isinstance(item, Value) else item
+        if isinstance(raw, (list, tuple)):
+            for e in raw:
+                visit(e)
+        elif raw is not sh.UNKNOWN and not isinstance(raw, torch.Tensor):
+            kinds.add(type(raw))
+        else:
+            dt = raw.dtype if isinstance(raw, torch.Tensor) else item.dtype
+            kinds.add(bool if dt == torch.bool else float if dtypes.is_floating(dt) else int)
+
+    visit(items)
+    if float in kinds:
+        return torch.get_default_dtype()
+    return torch.int64 if int in kinds else torch.bool if kinds else torch.get_default_dtype()
+
+
+def _stacked(g, data, dtype: torch.dtype) -> Value:
+    """A (nested) list with runtime elements as one tensor: each element gains a leading dim, then Concat."""
+    parts = []
+    for e in sh.unpack_list(data):
+        if isinstance(e, Value) and e.elements is not None:
+            item = _stacked(g, e, dtype)
+        elif isinstance(e, Value) and not e.is_const:
+            item = onnx_ops.cast(g, e, dtype)
+        else:
+            item = g.constant(torch.tensor(sh.const(e), dtype=dtype))
+        parts.append(onnx_ops.unsqueeze(g, item, [0]))
+    return parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=0)
+
+
+@_onnx_symbolic("aten::tensor")
+def tensor(g, data, dtype=None, device=None, requires_grad=False):
+    """tensor(t[] data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor"""
+    out_dtype = g.output_dtype() or dtype_arg(dtype)
+    raw = sh.const(data)
+    if raw is not sh.UNKNOWN:
+        return g.constant(torch.tensor(raw, dtype=out_dtype))
+    out_dtype = out_dtype or _literal_dtype(data)
+    if sh.is_packed_list(data):
+        return _stacked(g, data, out_dtype)
+    return onnx_ops.cast(g, data, out_dtype)
+
+
+@_onnx_symbolic("aten::as_tensor")
+def as_tensor(g, data, dtype=None, device=None):
+    """as_tensor(Tensor(a) data, *, ScalarType? dtype=None, Device? device=None) -> Tensor(a)"""
+    return tensor(g, data, dtype, device)
+
+
+@_onnx_symbolic("aten::hann_window")
+def hann_window(g, window_length, *args):
+    """hann_window(int window_length, *, ScalarType? dtype=None, ...) -> Tensor;
+    hann_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, ...) -> Tensor"""
+    periodic = bool(sh._get_const(args[0], "b", "periodic")) if len(args) == 5 else True
+    out_dtype = creation_dtype(g, args[1] if len(args) == 5 else args[0])
+    n = _number(window_length)
+    if n is not sh.UNKNOWN:
+        return g.constant(torch.hann_window(int(n), periodic, dtype=out_dtype))
+    # 0.5 - 0.5 cos(2 pi i / N), N = n when periodic, else n - 1; a length-1 window is [1]
+    compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float32
+    index = arange_between(g, 0, window_length, 1, compute)
+    length = _scalar(g, window_length, compute)
+    span = length if periodic else g.op("Max", g.op("Sub", length, g.constant(1.0, compute)),
+                                         g.constant(1.0, compute))
+    angle = g.op("Div", g.op("Mul", index, g.constant(2 * math.pi, compute)), span)
+    window = g.op("Sub", g.constant(0.5, compute), g.op("Mul", g.constant(0.5, compute), g.op("Cos", angle)))
+    single = g.op("Equal", _scalar(g, window_length, torch.int64), g.constant(1, torch.int64))
+    window = g.op("Where", single, g.constant(1.0, compute), window)
+    return onnx_ops.cast(g, window, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,6 +105,56 @@ def outer(g, self, vec2):
     return g.op("Mul", column, as_operand(g, vec2, dtype))
 
 
+@_onnx_symbolic("aten::addr")
+def addr(g, self, vec1, vec2, beta=None, alpha=None):
+    """addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    return scaled_sum(g, self, outer(g, vec1, vec2), beta, alpha)
+
+
+@_onnx_symbolic("aten::inner")
+def inner(g, self, other):
+    """inner(Tensor self, Tensor other) -> Tensor"""
+    if self.rank == 0 or other.rank == 0:
+        from .math import mul
+
+        return mul(g, self, other)
+    if other.rank is None:
+        sh.value_error("inner: the rank of other must be known", other)
+    if other.rank == 1:
+        return matmul_typed(g, self, other)
+    # contract the last dims: self[..., k] . other[..., k] -> self dims + other's leading dims
+    return tensordot(g, self, other, [-1], [-1])
+
+
+@_onnx_symbolic("aten::linalg_multi_dot")
+def linalg_multi_dot(g, tensors):
+    """linalg_multi_dot(Tensor[] tensors) -> Tensor"""
+    values = sh.unpack_list(tensors)
+    out = values[0]
+    for value in values[1:]:
+        out = matmul_typed(g, out, value)
+    return out
+
+
+@_onnx_symbolic("aten::chain_matmul")
+def chain_matmul(g, matrices):
+    """chain_matmul(Tensor[] matrices) -> Tensor"""
+    return linalg_multi_dot(g, matrices)
+
+
+@_onnx_symbolic("aten::trace")
+def trace(g, self):
+    """trace(Tensor self) -> Tensor"""
+    from .reduction import sum_dtype
+
+    out_dtype = g.output_dtype() or sum_dtype(self.dtype)
+    x = onnx_ops.cast(g, self, out_dtype)
+    if g.opset < 9:
+        sh.value_error("trace needs EyeLike: opset 9 or higher (pass opset_version=9)", self)
+    diagonal = g.op("Mul", x, g.op("EyeLike", x))
+    return reduce(g, "ReduceSum", diagonal, None, False)
+
+
 @_onnx_symbolic("aten::linalg_vecdot")
 def linalg_vecdot(g, x, y, dim=-1):
     """linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor"""

@@ -41,6 +41,26 @@ def _linspace_min_max(x):
     return torch.linspace(float(x.min()), float(x.max()), 6)
 
 
+@torch.jit.script
+def _tensor_of_sizes(x):
+    return torch.tensor([x.size(0), x.size(1) * 2, 7])
+
+
+@torch.jit.script
+def _tensor_nested(x):
+    return torch.tensor([[float(x.sum()), 1.0], [2.0, float(x.max())]])
+
+
+@torch.jit.script
+def _hann_runtime(x):
+    return torch.hann_window(x.size(0))
+
+
+@torch.jit.script
+def _hann_runtime_symmetric(x):
+    return torch.hann_window(x.size(0), False, dtype=torch.float64)
+
+
 # ConstantOfShape arrives at 9 (Expand at 8 carries runtime sizes before it).
 FILL_OPSETS = (8, 9)
 
@@ -99,6 +119,16 @@ CASES = [
     Case("tril_indices", lambda x: torch.tril_indices(4, 3) + x, i64(1)),
     Case("triu_indices_offset", lambda x: torch.triu_indices(3, 5, 1) + x, i64(1)),
     Case("scalar_tensor", lambda x: torch.scalar_tensor(3.5) + x, f32(2)),
+    Case("tensor_runtime_sizes", lambda x: _tensor_of_sizes(x), f32(3, 2), export_options=DYN,
+         other_inputs=dyn_other(5, 2)),
+    Case("tensor_nested_floats", lambda x: _tensor_nested(x), f32(3, 2)),
+    Case("as_tensor", lambda x: torch.as_tensor(x, dtype=torch.float64), i64(3)),
+    Case("hann_window", lambda x: torch.hann_window(6) + x, f32(6)),
+    Case("hann_window_symmetric", lambda x: torch.hann_window(5, periodic=False, dtype=torch.float64), f32(1)),
+    Case("hann_window_runtime", lambda x: _hann_runtime(x), f32(6), min_opset=9, opsets=(11,), export_options=DYN,
+         other_inputs=lambda: [(torch.randn(9),), (torch.randn(1),)]),
+    Case("hann_window_runtime_symmetric", lambda x: _hann_runtime_symmetric(x), f32(6), min_opset=9, opsets=(11,),
+         export_options=DYN, other_inputs=lambda: [(torch.randn(9),), (torch.randn(1),)]),
     # random ops: shape and dtype only
     Case("rand", lambda x: torch.rand(2, 3) + x, f32(2, 3), check_values=False),
     Case("randn_double", lambda x: torch.randn(2, 3, dtype=torch.float64), f32(2, 3), check_values=False),
