@@ -300,6 +300,8 @@ CASES = [
     dynamic("nonzero", lambda x: torch.nonzero(x > 0), min_opset=9),
     *typed("unique", lambda x: torch.unique(x, return_inverse=True, return_counts=True), shape=(3, 4),
            dtypes=(F32, I64), min_opset=11),
+    Case9("unique_legacy", lambda x: torch._unique(x, return_inverse=True), lambda: (torch.randint(0, 4, (2, 5)),),
+          min_opset=11),
     Case9("unique_plain", lambda x: torch.unique(x), lambda: (torch.randint(0, 4, (10,)),), min_opset=11),
     Case9("unique_dim", lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
          lambda: (torch.tensor([[1, 2], [0, 1], [1, 2]]),), min_opset=11),

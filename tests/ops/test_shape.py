@@ -45,6 +45,7 @@ CASES = [
     *typed("unflatten", lambda x: x.unflatten(2, (2, 2))),
     dynamic("unflatten", lambda x: x.unflatten(1, (3, 1))),
     Case("reshape_empty", lambda x: x[:0].reshape(0, 2, 6), _x(2, 3, 4), opsets=(14,)),
+    Case("reshape_as", lambda x, y: x.reshape_as(y), lambda: (torch.randn(2, 6), torch.randn(3, 4))),
     Case("shape_as_tensor", lambda x: torch._shape_as_tensor(x) + 0, _x(2, 3)),
     Case("reshape_from_tensor", lambda x: torch._reshape_from_tensor(x, torch._shape_as_tensor(x[0].t())), _x(1, 3, 4)),
     *typed("squeeze", lambda x: x.view(2, 1, 12, 1).squeeze(), opsets=(13,)),
@@ -189,3 +190,42 @@ def test_shape_op(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_shape_op_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+def _constant_pieces(kind: str, attr: str):
+    """A capture that turns traced ``aten::chunk``/``aten::split`` + ListUnpack into ``kind``, as JIT
+    passes do for scripted code (prim::ConstantChunk, prim::ConstantSplit)."""
+    from torchscript_onnx import capture as capture_mod
+
+    original = capture_mod.capture
+
+    def capture(*args, **kwargs):
+        captured = original(*args, **kwargs)
+        graph = captured.graph
+        for node in [n for n in graph.nodes() if n.kind() in ("aten::chunk", "aten::split")]:
+            unpack = next(u.user for u in node.output().uses())
+            count, dim = node.inputsAt(1).toIValue(), node.inputsAt(2).toIValue()
+            new = graph.create(kind, [node.inputsAt(0)], unpack.outputsSize())
+            new.i_(attr, count)
+            new.i_("dim", dim)
+            new.insertBefore(unpack)
+            for k in range(unpack.outputsSize()):
+                new.outputsAt(k).setType(unpack.outputsAt(k).type())
+                unpack.outputsAt(k).replaceAllUsesWith(new.outputsAt(k))
+            unpack.destroy()
+            node.destroy()
+        return captured
+
+    return capture
+
+
+@pytest.mark.parametrize("kind,attr,fn", [
+    ("prim::ConstantChunk", "chunks", lambda x: x.chunk(3, 1)),
+    ("prim::ConstantSplit", "split_size", lambda x: x.split(2, 1)),
+])
+@pytest.mark.parametrize("opset", [9, 13, 18])
+def test_constant_chunk_and_split(kind, attr, fn, opset, monkeypatch):
+    from torchscript_onnx import capture as capture_mod
+
+    monkeypatch.setattr(capture_mod, "capture", _constant_pieces(kind, attr))
+    run_case(Case(kind, lambda x: [p * 2 for p in fn(x)], _x(2, 5)), opset)
