@@ -518,7 +518,7 @@ def logsumexp(g, self, dim, keepdim=False):
 
 # ---------------------------------------------------------------------------------------------
 # Scans without an ONNX op: each output i reduces the inputs j <= i along dim, through a
-# triangular mask (n x n work along dim; needs a static size there).
+# triangular mask (n x n work along dim; a runtime size there needs Range, opset 11).
 
 
 def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) -> Value:
@@ -529,15 +529,23 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
         return x
     axis = axes_of(dim, rank)[0]
     n = sh.sizes(x)[axis]
-    if not isinstance(n, int):
-        sh.value_error(f"{name}: the size of dim {axis} must be static", x)
     # mask[i, j] = j <= i, broadcast against x unsqueezed at ``axis`` (axis: i, axis + 1: j)
-    mask = torch.tril(torch.ones(n, n, dtype=torch.bool)).reshape([n, n] + [1] * (rank - axis - 1))
+    trailing = [1] * (rank - axis - 1)
+    if isinstance(n, int):
+        mask = g.constant(torch.tril(torch.ones(n, n, dtype=torch.bool)).reshape([n, n] + trailing))
+    elif g.opset >= 11:
+        index = g.op("Range", g.constant(0, torch.int64), onnx_ops.size(g, x, axis), g.constant(1, torch.int64))
+        rows, cols = onnx_ops.unsqueeze(g, index, [1]), onnx_ops.unsqueeze(g, index, [0])
+        mask = g.op("Not", g.op("Less", rows, cols))
+        if trailing:
+            mask = onnx_ops.unsqueeze(g, mask, list(range(2, 2 + len(trailing))))
+    else:
+        sh.value_error(f"{name} along a dim of runtime size needs opset 11 or higher (pass opset_version=11)", x)
     spread = onnx_ops.unsqueeze(g, x, [axis])
     if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
-        masked = g.op("Mul", spread, g.constant(mask.to(x.dtype)))
+        masked = g.op("Mul", spread, onnx_ops.cast(g, mask, x.dtype))
     else:
-        masked = g.op("Where", g.constant(mask), spread, g.constant(neutral, x.dtype))
+        masked = g.op("Where", mask, spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
 
 
@@ -546,9 +554,6 @@ def cumsum(g, self, dim, dtype=None):
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
     # CumSum arrives at opset 11; before, sum the masked prefixes (static size along dim).
     out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
-    n = sh.sizes(self)[axes_of(dim, self.rank)[0]] if self.rank else 1
-    if not isinstance(n, int):
-        sh.value_error("cumsum along a dim of runtime size needs opset 11 or higher (pass opset_version=11)", self)
     return _prefix_reduce(g, "ReduceSum", onnx_ops.cast(g, self, out_dtype), dim, 0, "cumsum")
 
 

@@ -170,6 +170,10 @@ CASES = [
     Case("cumsum_half", lambda x: x.half().cumsum(0), f32(3, 4), opsets=(11, 14), rtol=1e-2, atol=1e-2),
     Case("cumprod", lambda x: x.cumprod(1), f32(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
     Case("cumprod_int_dim0", lambda x: x.cumprod(0), i64(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
+    Case("cumprod_dynamic", lambda x: x.cumprod(0), f32(3, 4), min_opset=11, opsets=REDUCE_OPSETS,
+         export_options=DYN, other_inputs=lambda: [(torch.randn(6, 4),)]),
+    Case("logcumsumexp_dynamic_3d", lambda x: torch.logcumsumexp(x, 0), f32(3, 2, 2), min_opset=11,
+         opsets=REDUCE_OPSETS, export_options=DYN, other_inputs=lambda: [(torch.randn(5, 2, 2),)]),
     Case("logcumsumexp", lambda x: torch.logcumsumexp(x * 30, 0), f32(3, 4), min_opset=9, opsets=REDUCE_OPSETS),
     # order statistics
     Case("median", lambda x: x.median(), distinct(3, 4), min_opset=9, opsets=(10, 11)),
