@@ -5,7 +5,8 @@ W, R and B stacked over directions, with its own gate order. Weights known at ex
 reordered in Python straight into one new initializer per layer (one extra copy of the recurrent
 weights; the original parameters are then unused and dropped from the model). Weights known only
 at runtime (``export_params=False``) or with ``do_constant_folding=False`` are reordered in the
-graph with Slice and Concat.
+graph with Slice and Concat. LSTMs with ``proj_size`` (no ONNX equivalent) become one Scan per
+layer and direction whose body is an LSTM step plus the projection.
 
 A PackedSequence stays padded here: ``data`` is the time-major padded batch cut to the longest
 sequence, and ``batch_sizes`` is torch's (how many sequences are alive at each step), from which
@@ -106,12 +107,13 @@ def generic_rnn(g, mode: str, input: Value, states: list[Value], weights: list[V
     gates = len(GATE_ORDER[kind]) if kind != "RNN" else 1
     dirs = 2 if bidirectional else 1
     per_layer = 4 if has_biases else 2
-    if len(weights) != num_layers * dirs * per_layer:
-        if kind == "LSTM" and len(weights) == num_layers * dirs * (per_layer + 1):
-            sh.unimplemented(op, "proj_size > 0 (ONNX LSTM has no output projection)")
-        sh.value_error(f"{op}: expected {num_layers * dirs * per_layer} weights, got {len(weights)}")
     if train and dropout > 0 and num_layers > 1:
         sh.unimplemented(op, "dropout between layers in training mode (ONNX recurrent ops have no dropout)")
+    if kind == "LSTM" and len(weights) == num_layers * dirs * (per_layer + 1):
+        return projected_lstm(g, input, states, weights, has_biases, num_layers, bidirectional, batch_first,
+                              batch_sizes)
+    if len(weights) != num_layers * dirs * per_layer:
+        sh.value_error(f"{op}: expected {num_layers * dirs * per_layer} weights, got {len(weights)}")
     w_hh = weights[1]
     if sh.rank(w_hh) != 2 or not sh.is_static(w_hh, 0):
         sh.value_error(f"{op}: the hidden size must be known at export time", w_hh)
@@ -152,6 +154,66 @@ def generic_rnn(g, mode: str, input: Value, states: list[Value], weights: list[V
     for outs in ([h_outs, c_outs] if kind == "LSTM" else [h_outs]):
         results.append(outs[0] if len(outs) == 1 else g.op("Concat", *outs, axis_i=0))
     return tuple(results)
+
+
+def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], has_biases: bool, num_layers: int,
+                   bidirectional: bool, batch_first: bool, batch_sizes: Value | None):
+    """LSTM with proj_size > 0: ONNX LSTM has no output projection, so each layer and direction is
+    a Scan over time whose body is one LSTM step (torch's gate order) followed by the projection."""
+    if g.opset < 9:
+        sh.value_error("lstm with proj_size > 0 is lowered to Scan, which needs opset 9 or higher "
+                       "(pass opset_version=9)")
+    if batch_sizes is not None:
+        sh.unimplemented("lstm", "proj_size > 0 with a packed sequence")
+    dirs = 2 if bidirectional else 1
+    per_layer = 5 if has_biases else 3
+    h0, c0 = states
+    x = g.op("Transpose", input, perm_i=[1, 0, 2]) if batch_first else input
+    h_outs, c_outs = [], []
+    for layer in range(num_layers):
+        ys = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            ws = [g.materialize(w) for w in weights[k * per_layer:(k + 1) * per_layer]]
+            bias = g.op("Add", ws[2], ws[3]) if has_biases else None
+            start = [g.op("Gather", s, g.constant(k, torch.int64), axis_i=0) for s in (h0, c0)]
+            y, h, c = _projected_scan(g, x, start, ws[0], ws[1], bias, ws[-1], reverse=d == 1)
+            ys.append(y)
+            h_outs.append(onnx_ops.unsqueeze(g, h, [0]))
+            c_outs.append(onnx_ops.unsqueeze(g, c, [0]))
+        x = ys[0] if dirs == 1 else g.op("Concat", *ys, axis_i=2)
+    output = g.op("Transpose", x, perm_i=[1, 0, 2]) if batch_first else x
+    h_n = h_outs[0] if len(h_outs) == 1 else g.op("Concat", *h_outs, axis_i=0)
+    c_n = c_outs[0] if len(c_outs) == 1 else g.op("Concat", *c_outs, axis_i=0)
+    return output, h_n, c_n
+
+
+def _projected_scan(g, x: Value, start: list[Value], w_ih: Value, w_hh: Value, bias: Value | None, w_hr: Value,
+                    reverse: bool):
+    """One direction of a projected LSTM layer: (outputs (seq, batch, proj), h_T, c_T)."""
+    from torchscript_onnx.ir import Graph
+
+    hidden, proj = w_hr.shape[1], w_hr.shape[0]
+    body = Graph(parent=g.graph)
+    b = g.subgraph_context(body)
+    h = body.add_input(f"{g.scope}/h", x.dtype, (None, proj))
+    c = body.add_input(f"{g.scope}/c", x.dtype, (None, hidden))
+    xt = body.add_input(f"{g.scope}/x_t", x.dtype, (None, x.shape[2] if x.shape else None))
+    w_ih, w_hh, w_hr = (g.op("Transpose", w, perm_i=[1, 0]) for w in (w_ih, w_hh, w_hr))
+    gates = b.op("Add", b.op("MatMul", xt, w_ih), b.op("MatMul", h, w_hh))
+    if bias is not None:
+        gates = b.op("Add", gates, bias)
+    i, f, cell, o = onnx_ops.split(b, gates, [hidden] * 4, 1)  # torch's order: i f g o
+    c_next = b.op("Add", b.op("Mul", b.op("Sigmoid", f), c), b.op("Mul", b.op("Sigmoid", i), b.op("Tanh", cell)))
+    h_next = b.op("MatMul", b.op("Mul", b.op("Sigmoid", o), b.op("Tanh", c_next)), w_hr)
+    body.outputs = [h_next, c_next, b.op("Identity", h_next)]
+    direction = [1 if reverse else 0]
+    h_t, c_t, y = g.op("Scan", *start, x, body_g=body, num_scan_inputs_i=1, scan_input_directions_is=direction,
+                       scan_output_directions_is=direction, outputs=3)
+    seq, batch = (x.shape[0], x.shape[1]) if x.shape else (None, None)
+    h_t.dtype = c_t.dtype = y.dtype = x.dtype
+    h_t.shape, c_t.shape, y.shape = (batch, proj), (batch, hidden), (seq, batch, proj)
+    return y, h_t, c_t
 
 
 def _parse_rnn_args(mode: str, args: tuple):

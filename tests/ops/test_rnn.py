@@ -112,6 +112,20 @@ def layer_case(kind: str, name: str, layers=1, bidirectional=False, batch_first=
     return case if states else _needs(case, "aten::zeros")
 
 
+def proj_case(name: str, layers=1, bidirectional=False, batch_first=False, bias=True, proj=3) -> Case:
+    """LSTM with proj_size: a Scan per layer and direction (opset 9)."""
+    dirs = 2 if bidirectional else 1
+
+    def states(batch):
+        return torch.randn(layers * dirs, batch, proj), torch.randn(layers * dirs, batch, HID)
+
+    rnn = make_rnn("LSTM", num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias,
+                   proj_size=proj)
+    return Case(f"lstm_proj_{name}", Run(rnn), lambda: (_x(3, 2, batch_first), *states(2)), min_opset=9,
+                opsets=RNN_OPSETS, export_options=_dynamic("LSTM", batch_first),
+                other_inputs=lambda: [(_x(6, 4, batch_first), *states(4))])
+
+
 def packed_case(kind: str, name: str, layers=1, bidirectional=False, batch_first=False, states=True,
                 **packing) -> Case:
     dirs = 2 if bidirectional else 1
@@ -222,6 +236,9 @@ CASES = [
     packed_case("GRU", "padding_value_total_length", bidirectional=True, padding_value=-1.5, total_length=9),
     packed_case("LSTM", "batch_first_bidirectional_total_length", bidirectional=True, batch_first=True,
                 total_length=8),
+    proj_case("states"),
+    proj_case("2layers_bidirectional", layers=2, bidirectional=True),
+    proj_case("batch_first_bidirectional_no_bias", bidirectional=True, batch_first=True, bias=False),
     # weights not folded: reordered with Slice/Concat in the graph
     Case("lstm_no_constant_folding", Run(make_rnn("LSTM", num_layers=2, bidirectional=True)),
          lambda: (_x(3, 2, False), *_states("LSTM", 4, 2)), min_opset=7, opsets=RNN_OPSETS,
@@ -263,11 +280,11 @@ def _export_error(model, args, **options) -> str:
     return str(info.value)
 
 
-def test_lstm_proj_size_is_a_clear_error():
-    model = Run(nn.LSTM(IN, HID, proj_size=3)).eval()
-    message = _export_error(model, (torch.randn(3, 2, IN), torch.randn(1, 2, 3), torch.randn(1, 2, HID)),
-                            opset_version=17)
-    assert "proj_size" in message and "aten::lstm" in message
+def test_packed_lstm_with_proj_size_is_a_clear_error():
+    model = Packed(nn.LSTM(IN, HID, proj_size=3)).eval()
+    args = (torch.randn(4, 2, IN), torch.tensor([4, 2]), torch.randn(1, 2, 3), torch.randn(1, 2, HID))
+    message = _export_error(model, args, opset_version=17)
+    assert "proj_size" in message and "packed" in message
 
 
 def test_dropout_between_layers_in_training_is_a_clear_error():
