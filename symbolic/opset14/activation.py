@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..opset9.activation import float_dtype, unary
+from ..opset9 import activation as opset9
+from ..opset9.activation import float_dtype, runtime_supports, unary
 from ..registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(14)
@@ -11,4 +12,7 @@ _onnx_symbolic = onnx_symbolic(14)
 @_onnx_symbolic("aten::hardswish")
 def hardswish(g, self):
     """hardswish(Tensor self) -> Tensor"""
-    return unary(g, "HardSwish", self, float_dtype(g, self))
+    dtype = float_dtype(g, self)
+    if not runtime_supports(g, "HardSwish", dtype):
+        return opset9.hardswish(g, self)  # no float64 kernel in onnxruntime
+    return unary(g, "HardSwish", self, dtype)

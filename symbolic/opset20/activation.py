@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .. import symbolic_helper as sh
-from ..opset9.activation import float_dtype, unary
+from ..opset9 import activation as opset9
+from ..opset9.activation import float_dtype, runtime_supports, unary
 from ..registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(20)
@@ -13,4 +14,7 @@ _onnx_symbolic = onnx_symbolic(20)
 @sh.parse_args("v", "s")
 def gelu(g, self, approximate="none"):
     """gelu(Tensor self, *, str approximate='none') -> Tensor"""
-    return unary(g, "Gelu", self, float_dtype(g, self), approximate_s=approximate)
+    dtype = float_dtype(g, self)
+    if not runtime_supports(g, "Gelu", dtype):
+        return opset9.gelu(g, self, approximate)  # no float64 kernel in onnxruntime
+    return unary(g, "Gelu", self, dtype, approximate_s=approximate)

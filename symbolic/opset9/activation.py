@@ -16,7 +16,9 @@ from torchscript_onnx.ir import Value
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
-from .math import as_operand, clamp, compare, float_dtype, native_dtype, require_opset, unary  # noqa: F401
+from .math import (  # noqa: F401 - float_dtype and unary are used by later opsets
+    as_operand, clamp, compare, float_dtype, native_dtype, require_opset, runtime_supports, unary,
+)
 
 _onnx_symbolic = onnx_symbolic(9)
 
@@ -29,6 +31,36 @@ def float_input(g, self) -> Value:
 def as_result(g, value: Value, self) -> Value:
     """``value`` cast back to the traced result dtype (float16 and bfloat16 compute in float32)."""
     return onnx_ops.cast(g, value, float_dtype(g, self))
+
+
+# onnxruntime lacks float64 kernels for most ONNX activations (see math.RUNTIME_GAPS): these
+# exact decompositions use Relu, Exp and Log, which it has.
+
+
+def _leaky(g, x: Value, slope) -> Value:
+    """relu(x) - slope * relu(-x), with ``slope`` a number or a value broadcasting against x."""
+    slope = slope if isinstance(slope, Value) else g.constant(slope, x.dtype)
+    return g.op("Sub", g.op("Relu", x), g.op("Mul", slope, g.op("Relu", g.op("Neg", x))))
+
+
+def _elu(g, x: Value, alpha: float) -> Value:
+    """relu(x) + alpha * (exp(-relu(-x)) - 1)."""
+    negative = g.op("Sub", g.op("Exp", g.op("Neg", g.op("Relu", g.op("Neg", x)))), g.constant(1.0, x.dtype))
+    return g.op("Add", g.op("Relu", x), g.op("Mul", negative, g.constant(alpha, x.dtype)))
+
+
+def _softplus(g, x: Value) -> Value:
+    """relu(x) + log(1 + exp(-|x|)), stable for large |x|."""
+    tail = g.op("Log", g.op("Add", g.op("Exp", g.op("Neg", g.op("Abs", x))), g.constant(1.0, x.dtype)))
+    return g.op("Add", g.op("Relu", x), tail)
+
+
+def _hardsigmoid(g, x: Value) -> Value:
+    """clamp(x / 6 + 1/2, 0, 1) as relu(y) - relu(y - 1)."""
+    if runtime_supports(g, "HardSigmoid", x.dtype):
+        return g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)
+    y = g.op("Add", g.op("Mul", x, g.constant(1.0 / 6, x.dtype)), g.constant(0.5, x.dtype))
+    return g.op("Sub", g.op("Relu", y), g.op("Relu", g.op("Sub", y, g.constant(1.0, x.dtype))))
 
 
 @_onnx_symbolic("aten::relu")
@@ -55,6 +87,9 @@ def hardtanh(g, self, min_val=-1.0, max_val=1.0):
 @sh.parse_args("v", "f")
 def leaky_relu(g, self, negative_slope=0.01):
     """leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor"""
+    x = float_input(g, self)
+    if not runtime_supports(g, "LeakyRelu", x.dtype):
+        return as_result(g, _leaky(g, x, negative_slope), self)
     return unary(g, "LeakyRelu", self, alpha_f=negative_slope)
 
 
@@ -63,7 +98,7 @@ def leaky_relu(g, self, negative_slope=0.01):
 def rrelu(g, self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
     """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.333, bool training=False, Generator? generator=None) -> Tensor"""
     if not training:
-        return unary(g, "LeakyRelu", self, alpha_f=(lower + upper) / 2)
+        return leaky_relu(g, self, (lower + upper) / 2)
     # training: a slope drawn uniformly per element for the negative part
     require_opset(g, 9, "aten::rrelu in training mode (it uses ONNX Where)")
     x = float_input(g, self)
@@ -83,7 +118,8 @@ def log_sigmoid(g, self):
     """log_sigmoid(Tensor self) -> Tensor"""
     # -softplus(-x) stays finite where log(sigmoid(x)) underflows to log(0)
     x = float_input(g, self)
-    return as_result(g, g.op("Neg", g.op("Softplus", g.op("Neg", x))), self)
+    softplus_of = (lambda v: g.op("Softplus", v)) if runtime_supports(g, "Softplus", x.dtype) else (lambda v: _softplus(g, v))
+    return as_result(g, g.op("Neg", softplus_of(g.op("Neg", x))), self)
 
 
 @_onnx_symbolic("aten::softplus")
@@ -92,7 +128,7 @@ def softplus(g, self, beta=1.0, threshold=20.0):
     """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor"""
     x = float_input(g, self)
     scaled = x if beta == 1.0 else g.op("Mul", x, g.constant(beta, x.dtype))
-    out = g.op("Softplus", scaled)
+    out = g.op("Softplus", scaled) if runtime_supports(g, "Softplus", x.dtype) else _softplus(g, scaled)
     if beta != 1.0:
         out = g.op("Div", out, g.constant(beta, x.dtype))
     # torch returns x where beta * x > threshold; above 20 softplus(x) equals x in float32 anyway
@@ -105,14 +141,14 @@ def softplus(g, self, beta=1.0, threshold=20.0):
 @_onnx_symbolic("aten::hardsigmoid")
 def hardsigmoid(g, self):
     """hardsigmoid(Tensor self) -> Tensor"""
-    return unary(g, "HardSigmoid", self, float_dtype(g, self), alpha_f=1.0 / 6, beta_f=0.5)
+    return as_result(g, _hardsigmoid(g, float_input(g, self)), self)
 
 
 @_onnx_symbolic("aten::hardswish")
 def hardswish(g, self):
     """hardswish(Tensor self) -> Tensor"""
     x = float_input(g, self)
-    return as_result(g, g.op("Mul", x, g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)), self)
+    return as_result(g, g.op("Mul", x, _hardsigmoid(g, x)), self)
 
 
 @_onnx_symbolic("aten::elu")
@@ -121,7 +157,7 @@ def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
     """elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor"""
     x = float_input(g, self)
     if input_scale == 1.0:
-        out = g.op("Elu", x, alpha_f=alpha)
+        out = g.op("Elu", x, alpha_f=alpha) if runtime_supports(g, "Elu", x.dtype) else _elu(g, x, alpha)
     else:
         # input_scale applies to the negative part only: x > 0 ? x : alpha * (exp(x * input_scale) - 1)
         require_opset(g, 9, "aten::elu with input_scale != 1 (it uses ONNX Where)")
@@ -133,10 +169,17 @@ def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
     return as_result(g, out, self)
 
 
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
 @_onnx_symbolic("aten::selu")
 def selu(g, self):
     """selu(Tensor self) -> Tensor"""
-    return unary(g, "Selu", self, float_dtype(g, self))
+    x = float_input(g, self)
+    if runtime_supports(g, "Selu", x.dtype):
+        return as_result(g, g.op("Selu", x), self)
+    return as_result(g, g.op("Mul", _elu(g, x, _SELU_ALPHA), g.constant(_SELU_SCALE, x.dtype)), self)
 
 
 @_onnx_symbolic("aten::celu")
@@ -183,7 +226,8 @@ def silu(g, self):
 def mish(g, self):
     """mish(Tensor self) -> Tensor"""
     x = float_input(g, self)
-    return as_result(g, g.op("Mul", x, g.op("Tanh", g.op("Softplus", x))), self)
+    soft = g.op("Softplus", x) if runtime_supports(g, "Softplus", x.dtype) else _softplus(g, x)
+    return as_result(g, g.op("Mul", x, g.op("Tanh", soft)), self)
 
 
 @_onnx_symbolic("aten::prelu")
@@ -198,7 +242,10 @@ def prelu(g, self, weight):
     elif weight_rank == 1 and sh.sizes(weight) == [1]:
         weight = onnx_ops.squeeze(g, weight, [0]) if rank == 0 else weight
     x = float_input(g, self)
-    return as_result(g, g.op("PRelu", x, as_operand(g, weight, x.dtype)), self)
+    weight = as_operand(g, weight, x.dtype)
+    if not runtime_supports(g, "PRelu", x.dtype):
+        return as_result(g, _leaky(g, x, weight), self)
+    return as_result(g, g.op("PRelu", x, weight), self)
 
 
 @_onnx_symbolic("aten::threshold")

@@ -65,8 +65,13 @@ def onnx_input_types(op_type: str, opset: int, index: int = 0) -> frozenset:
 
 # Types the schema lists but onnxruntime's CPU kernels lack: (first opset, last opset, types).
 # ``native_dtype`` widens around them when a wider type holds the values; float16 needs no entry
-# (onnxruntime computes float16 nodes in float32 by itself).
+# (onnxruntime computes float16 nodes in float32 by itself). Symbolics decompose float64 ops
+# that have no kernel into ops that have one, where the decomposition is exact.
+_NO_DOUBLE = ((7, 99, frozenset({torch.float64})),)
 RUNTIME_GAPS = {
+    **{op: _NO_DOUBLE for op in ("LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign",
+                                 "PRelu", "Mish", "Gelu", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+                                 "Asinh", "Acosh", "Atanh", "Erf")},
     "Clip": ((7, 11, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
     "Max": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
     "Min": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
@@ -404,7 +409,7 @@ def logaddexp(g, self, other):
     """logaddexp(Tensor self, Tensor other) -> Tensor"""
     dtype = result_dtype(g, self, other)
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
-    larger = binary(g, "Max", a, b, dtype)
+    larger = max_or_min(g, a, b, "Max")
     gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
     return g.op("Add", larger, g.op("Log", g.op("Add", g.op("Exp", gap), g.constant(1.0, dtype))))
 
@@ -608,7 +613,7 @@ def logaddexp2(g, self, other):
     """logaddexp2(Tensor self, Tensor other) -> Tensor"""
     dtype = result_dtype(g, self, other)
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
-    larger = binary(g, "Max", a, b, dtype)
+    larger = max_or_min(g, a, b, "Max")
     gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
     ln2 = g.constant(math.log(2.0), dtype)
     sum_of_powers = g.op("Add", g.op("Exp", g.op("Mul", gap, ln2)), g.constant(1.0, dtype))
@@ -657,7 +662,11 @@ def cos(g, self):
 @_onnx_symbolic("aten::tan")
 def tan(g, self):
     """tan(Tensor self) -> Tensor"""
-    return _float_unary(g, "Tan", self)
+    dtype = float_dtype(g, self)
+    if runtime_supports(g, "Tan", dtype):
+        return unary(g, "Tan", self, dtype)
+    x = as_operand(g, self, dtype)  # onnxruntime has Sin and Cos for float64, not Tan
+    return g.op("Div", g.op("Sin", x), g.op("Cos", x))
 
 
 @_onnx_symbolic("aten::asin")
@@ -693,9 +702,9 @@ def _exp_pair(g, self, dtype):
 def sinh(g, self):
     """sinh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9:
+    if g.opset >= 9 and runtime_supports(g, "Sinh", dtype):
         return unary(g, "Sinh", self, dtype)
-    _, up, down = _exp_pair(g, self, dtype)  # Sinh arrived in opset 9
+    _, up, down = _exp_pair(g, self, dtype)  # Sinh arrived in opset 9 (and has no float64 kernel)
     return onnx_ops.cast(g, g.op("Mul", g.op("Sub", up, down), g.constant(0.5, up.dtype)), dtype)
 
 
@@ -703,7 +712,7 @@ def sinh(g, self):
 def cosh(g, self):
     """cosh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9:
+    if g.opset >= 9 and runtime_supports(g, "Cosh", dtype):
         return unary(g, "Cosh", self, dtype)
     _, up, down = _exp_pair(g, self, dtype)
     return onnx_ops.cast(g, g.op("Mul", g.op("Add", up, down), g.constant(0.5, up.dtype)), dtype)
@@ -713,7 +722,7 @@ def cosh(g, self):
 def asinh(g, self):
     """asinh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9:
+    if g.opset >= 9 and runtime_supports(g, "Asinh", dtype):
         return unary(g, "Asinh", self, dtype)
     # log(x + sqrt(x^2 + 1)), mirrored for negative x to keep precision
     x = as_operand(g, self, native_dtype(g, "Log", dtype))
@@ -729,7 +738,7 @@ def asinh(g, self):
 def acosh(g, self):
     """acosh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9:
+    if g.opset >= 9 and runtime_supports(g, "Acosh", dtype):
         return unary(g, "Acosh", self, dtype)
     x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log(x + sqrt(x^2 - 1))
     root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), g.constant(1.0, x.dtype)))
@@ -740,7 +749,7 @@ def acosh(g, self):
 def atanh(g, self):
     """atanh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9:
+    if g.opset >= 9 and runtime_supports(g, "Atanh", dtype):
         return unary(g, "Atanh", self, dtype)
     x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log((1 + x) / (1 - x)) / 2
     one = g.constant(1.0, x.dtype)
@@ -867,9 +876,10 @@ def clamp(g, self, min=None, max=None):  # noqa: A002 - ATen parameter names
 def max_or_min(g, a: Value, b: Value, op_type: str = "Max") -> Value:
     """Elementwise Max (or Min) of two values of one dtype, exact for integers at every opset."""
     native = native_dtype(g, op_type, a.dtype)
-    if runtime_supports(g, op_type, native) and (dtypes.is_floating(a.dtype) or not dtypes.is_floating(native)):
+    if runtime_supports(g, op_type, native) and (dtypes.is_floating(a.dtype) or not dtypes.is_floating(native)) \
+            or g.opset >= 12:
         return onnx_ops.cast(g, g.op(op_type, as_operand(g, a, native), as_operand(g, b, native)), a.dtype)
-    # integer Max before opset 12: a + (b - a) * (a < b), with the comparison done by ``compare``
+    # integers (and float64 at opset 7) before opset 12: a + (b - a) * (a < b)
     take_b = compare(g, "Less" if op_type == "Max" else "Greater", a, b)
     arith = native_dtype(g, "Mul", a.dtype)
     x, y = as_operand(g, a, arith), as_operand(g, b, arith)

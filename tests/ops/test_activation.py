@@ -80,6 +80,19 @@ CASES = [
                                           ("hardswish", F.hardswish, (14,), 7), ("mish", F.mish, (18,), 7),
                                           ("celu", F.celu, (12,), 7), ("softplus", F.softplus, (), 7),
                                           ("elu", F.elu, (), 7), ("sigmoid", torch.sigmoid, (), 7))],
+    # float64: onnxruntime lacks float64 kernels for most activations; those lower to Relu/Exp/Log
+    *[Case(f"{name}-float64", fn, lambda: (sample(F64) * 3,), rtol=1e-7, atol=1e-9, opsets=opsets, min_opset=min_opset)
+      for name, fn, opsets, min_opset in (
+          ("leaky_relu", F.leaky_relu, (), 7), ("elu", F.elu, (), 7), ("selu", F.selu, (), 7),
+          ("hardsigmoid", F.hardsigmoid, (), 7), ("hardswish", F.hardswish, (14,), 7),
+          ("softplus", F.softplus, (), 7), ("softplus_beta", lambda x: F.softplus(x, 2.0, 1.0), (), 9),
+          ("log_sigmoid", F.logsigmoid, (), 7), ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), (20,), 7),
+          ("mish", F.mish, (18,), 7), ("silu", F.silu, (), 7), ("rrelu_eval", lambda x: F.rrelu(x), (), 7),
+          ("celu", F.celu, (12,), 7), ("hardshrink", F.hardshrink, (), 9), ("tanhshrink", F.tanhshrink, (), 7),
+          ("elu_scaled", lambda x: torch.ops.aten.elu(x, 1.5, 2.0, 0.5), (), 9))],
+    Case("prelu-float64", torch.nn.PReLU(5).double(), lambda: (sample(F64, shape=(2, 5, 3)),), rtol=1e-7, atol=1e-9),
+    Case("gelu-float64", F.gelu, lambda: (sample(F64),), min_opset=9, opsets=(20,)).xfail(
+        [9, 20, 26], "onnxruntime has no float64 Erf kernel"),
     Case("softmax", lambda x: F.softmax(x, dim=-1), _wide(), opsets=(13,)),
     Case("softmax_dim1", lambda x: F.softmax(x, dim=1), _wide(), opsets=(13,)),
     Case("softmax_dtype", lambda x: F.softmax(x, dim=1, dtype=torch.float64), _wide(), opsets=(13,)),
