@@ -80,10 +80,6 @@ def dtype_arg(dtype) -> torch.dtype | None:
     return None if raw is None else dtypes.from_scalar_type(int(raw))
 
 
-def _out_dtype(g, k: int = 0) -> torch.dtype | None:
-    return g.output_dtype(k)
-
-
 def float_input(g, x: Value) -> Value:
     """Integer and bool inputs to float functions compute in float32, as torch does."""
     if x.dtype is not None and not dtypes.is_floating(x.dtype):
@@ -102,10 +98,6 @@ def reduced_count(g, x: Value, axes: list[int] | None, dtype: torch.dtype, kept:
     return onnx_ops.cast(g, count, dtype)
 
 
-def _is_bool_arg(v) -> bool:
-    return isinstance(sh.const(v, None), bool)
-
-
 # ---------------------------------------------------------------------------------------------
 # sum, mean, prod
 
@@ -115,7 +107,7 @@ def sum(g, self, dim=None, keepdim=None, dtype=None):  # noqa: A001 - named afte
     """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     if keepdim is None:  # sum(Tensor self, *, ScalarType? dtype=None)
         dim, dtype, keepdim = None, dim, False
-    out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
+    out_dtype = g.output_dtype() or dtype_arg(dtype) or sum_dtype(self.dtype)
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
     return reduce(g, "ReduceSum", onnx_ops.cast(g, self, out_dtype), axes_of(dim, self.rank), keep, out_dtype)
 
@@ -130,7 +122,7 @@ def mean(g, self, dim=None, keepdim=None, dtype=None):
     """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     if keepdim is None:
         dim, dtype, keepdim = None, dim, False
-    out_dtype = _out_dtype(g) or dtype_arg(dtype) or self.dtype
+    out_dtype = g.output_dtype() or dtype_arg(dtype) or self.dtype
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
     return reduce(g, "ReduceMean", onnx_ops.cast(g, self, out_dtype), axes_of(dim, self.rank), keep, out_dtype)
 
@@ -140,7 +132,7 @@ def prod(g, self, dim=None, keepdim=None, dtype=None):
     """prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     if keepdim is None:
         dim, dtype, keepdim = None, dim, False
-    out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
+    out_dtype = g.output_dtype() or dtype_arg(dtype) or sum_dtype(self.dtype)
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
     return reduce(g, "ReduceProd", onnx_ops.cast(g, self, out_dtype), axes_of(dim, self.rank), keep, out_dtype)
 
@@ -323,7 +315,7 @@ def argmin(g, self, dim=None, keepdim=False):
 
 
 def _logical_reduce(g, op_type: str, self, dim, keepdim) -> Value:
-    out_dtype = _out_dtype(g) or (torch.uint8 if self.dtype == torch.uint8 else torch.bool)
+    out_dtype = g.output_dtype() or (torch.uint8 if self.dtype == torch.uint8 else torch.bool)
     truth = onnx_ops.cast(g, onnx_ops.cast(g, self, torch.bool), torch.int32)
     keep = bool(sh._get_const(keepdim, "b", "keepdim")) if keepdim is not None else False
     out = reduce(g, op_type, truth, axes_of(dim, self.rank), keep)
@@ -553,14 +545,14 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
 def cumsum(g, self, dim, dtype=None):
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
     # CumSum arrives at opset 11; before, sum the masked prefixes (static size along dim).
-    out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
+    out_dtype = g.output_dtype() or dtype_arg(dtype) or sum_dtype(self.dtype)
     return _prefix_reduce(g, "ReduceSum", onnx_ops.cast(g, self, out_dtype), dim, 0, "cumsum")
 
 
 @_onnx_symbolic("aten::cumprod")
 def cumprod(g, self, dim, dtype=None):
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
-    out_dtype = _out_dtype(g) or dtype_arg(dtype) or sum_dtype(self.dtype)
+    out_dtype = g.output_dtype() or dtype_arg(dtype) or sum_dtype(self.dtype)
     return _prefix_reduce(g, "ReduceProd", onnx_ops.cast(g, self, out_dtype), dim, 1, "cumprod")
 
 
