@@ -267,12 +267,22 @@ def __irshift__(g, self, other):
 def where(g, condition, self=None, other=None):
     """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"""
     if self is None:
-        sh.unimplemented("aten::where", "the one-argument form (use torch.nonzero)")
+        return _where_indices(g, condition)
     require_opset(g, 9, "aten::where (ONNX Where)")
     dtype = g.output_dtype() or sh.promote_types(self, other)
     native = native_dtype(g, "Where", dtype, 1)
     out = g.op("Where", _truth(g, condition), as_operand(g, self, native), as_operand(g, other, native))
     return onnx_ops.cast(g, out, dtype)
+
+
+def _where_indices(g, condition) -> tuple:
+    """where(Tensor condition) -> Tensor[]: the indices of the true elements, one 1-D tensor per dim."""
+    require_opset(g, 9, "aten::where (ONNX NonZero)")
+    rank = sh.rank(condition)
+    if rank is None:
+        sh.value_error("aten::where: the condition rank must be known", condition)
+    indices = g.op("NonZero", _truth(g, condition))  # [rank, n]
+    return tuple(g.op("Gather", indices, g.constant(k, torch.int64), axis_i=0) for k in range(rank))
 
 
 @_onnx_symbolic("aten::isnan")

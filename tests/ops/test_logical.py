@@ -105,6 +105,11 @@ CASES = [
     Case("where_broadcast", torch.where, lambda: (sample(BOOL, shape=(3, 1)), sample(F32, shape=(4,)),
                                                   sample(F32, shape=(3, 4))), min_opset=9),
     Case("where_method", lambda c, x: x.where(c, -x), lambda: (sample(BOOL), sample(F32)), min_opset=9),
+    Case("where_indices", torch.where, lambda: (sample(BOOL),), min_opset=9),
+    Case("where_indices_int", lambda x: torch.where(x), lambda: (sample(I64, shape=(2, 3, 4)),), min_opset=9),
+    Case("where_indices_dynamic", torch.where, lambda: (sample(BOOL),), min_opset=9,
+         export_options=dict(input_names=["c"], dynamic_axes={"c": {0: "n", 1: "m"}}),
+         other_inputs=lambda: [(sample(BOOL, shape=(5, 2)),)]),
     # NaN and infinity tests
     *[Case(f"{fn.__name__}-special", fn, lambda: (_special()[0],), opsets=(9, 10))
       for fn in (torch.isnan, torch.isinf, torch.isfinite, torch.isposinf, torch.isneginf)],
