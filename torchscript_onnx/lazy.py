@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-# Rows computed at once are at most this many bytes (at least one row).
-CHUNK_BYTES = 1 << 20
+# Rows computed at once are at most this many bytes (at least one row): two blocks are alive at
+# once while writing, small next to the weights of any model worth folding.
+CHUNK_BYTES = 1 << 18
 
 # fn(sources, start, stop, *args) -> rows [start, stop) along dim 0 of the result
 # (a 0-d result: called with (0, 1), returns the one value)
