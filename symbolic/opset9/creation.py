@@ -13,6 +13,7 @@ import math
 import torch
 
 from torchscript_onnx import dtypes
+from torchscript_onnx.folding import MAX_FOLDED_ELEMENTS
 from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
@@ -36,9 +37,9 @@ def dtype_arg(dtype) -> torch.dtype | None:
     return dtypes.from_scalar_type(raw)
 
 
-def creation_dtype(g, dtype, default: torch.dtype | None = torch.float32) -> torch.dtype:
+def creation_dtype(g, dtype, default: torch.dtype | None = None) -> torch.dtype:
     """The dtype the trace recorded for the result, else the ``dtype`` argument, else ``default``."""
-    return g.output_dtype() or dtype_arg(dtype) or default
+    return g.output_dtype() or dtype_arg(dtype) or default or torch.get_default_dtype()
 
 
 def static_shape(size) -> list[int] | None:
@@ -293,8 +294,8 @@ def eye(g, n, *args):
     m, dtype = (args[0], args[1]) if len(args) == 5 else (n, args[0])
     out_dtype = creation_dtype(g, dtype)
     rows, cols = _number(n), _number(m)
-    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (g.opset < 9 or rows * cols <= 256):
-        return g.constant(torch.eye(rows, cols, dtype=out_dtype))
+    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (g.opset < 9 or rows * cols <= MAX_FOLDED_ELEMENTS):
+        return g.constant(torch.eye(rows, cols, dtype=out_dtype))  # what folding would make of EyeLike
     if g.opset < 9:
         sh.value_error("eye with a size known only at runtime needs opset 9 or higher (pass opset_version=9)", n)
     size = Value("", elements=[v if isinstance(v, Value) else Value("", const=v) for v in (n, m)])
@@ -468,7 +469,8 @@ def randint(g, *args):
     dtype = rest[1] if len(rest) == 5 else rest[0] if rest else None
     out_dtype = creation_dtype(g, dtype, torch.int64)
     lo, hi = float(sh._get_const(low, "f", "low")), float(sh._get_const(high, "f", "high"))
-    uniform = random_of_size(g, "RandomUniform", size, torch.float32, low_f=lo, high_f=hi)
+    # sampled in float64 so that large bounds stay exact and floor() never reaches high
+    uniform = random_of_size(g, "RandomUniform", size, torch.float64, low_f=lo, high_f=hi)
     return _random_integers(g, uniform, out_dtype)
 
 
@@ -494,7 +496,7 @@ def randint_like(g, self, *args):
         low, high, dtype = 0, args[0], args[1] if len(args) > 1 else None
     out_dtype = creation_dtype(g, dtype, self.dtype)
     lo, hi = float(sh._get_const(low, "f", "low")), float(sh._get_const(high, "f", "high"))
-    uniform = g.op("RandomUniformLike", self, dtype_i=dtypes.to_onnx(torch.float32), low_f=lo, high_f=hi)
+    uniform = g.op("RandomUniformLike", self, dtype_i=dtypes.to_onnx(torch.float64), low_f=lo, high_f=hi)
     return _random_integers(g, uniform, out_dtype)
 
 
