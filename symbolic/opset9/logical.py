@@ -7,6 +7,8 @@ it they work on bool only, except ``~x`` which is exact as ``-x - 1``.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from torchscript_onnx import dtypes
@@ -26,40 +28,62 @@ _INF = float("inf")
 # Comparisons
 
 
+_PYTHON_COMPARISONS = {
+    "Equal": operator.eq, "Less": operator.lt, "LessOrEqual": operator.le,
+    "Greater": operator.gt, "GreaterOrEqual": operator.ge,
+}
+
+
+def _python_operand(v):
+    """The Python value of a non-tensor constant (scripted code compares ints, strings, None), else UNKNOWN."""
+    if sh.is_none(v):
+        return None
+    raw = sh.const(v)
+    return sh.UNKNOWN if isinstance(raw, torch.Tensor) else raw
+
+
+def _compare(g, op_type: str, self, other):
+    a, b = _python_operand(self), _python_operand(other)
+    if a is not sh.UNKNOWN and b is not sh.UNKNOWN:
+        return _PYTHON_COMPARISONS[op_type](a, b)
+    return compare(g, op_type, self, other)
+
+
 @_onnx_symbolic("aten::eq")
 def eq(g, self, other):
     """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return compare(g, "Equal", self, other)
+    return _compare(g, "Equal", self, other)
 
 
 @_onnx_symbolic("aten::ne")
 def ne(g, self, other):
     """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return g.op("Not", compare(g, "Equal", self, other))
+    equal = _compare(g, "Equal", self, other)
+    return (not equal) if isinstance(equal, bool) else g.op("Not", equal)
 
 
 @_onnx_symbolic("aten::lt")
 def lt(g, self, other):
     """lt.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return compare(g, "Less", self, other)
+    return _compare(g, "Less", self, other)
 
 
 @_onnx_symbolic("aten::le")
 def le(g, self, other):
     """le.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return compare(g, "LessOrEqual", self, other)
+    return _compare(g, "LessOrEqual", self, other)
 
 
 @_onnx_symbolic("aten::gt")
 def gt(g, self, other):
     """gt.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return compare(g, "Greater", self, other)
+    return _compare(g, "Greater", self, other)
 
 
 @_onnx_symbolic("aten::ge")
 def ge(g, self, other):
     """ge.Tensor(Tensor self, Tensor other) -> Tensor"""
-    return compare(g, "GreaterOrEqual", self, other)
+    return _compare(g, "GreaterOrEqual", self, other)
 
 
 # ---------------------------------------------------------------------------------------------

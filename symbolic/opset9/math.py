@@ -215,9 +215,20 @@ def _scaled(g, other, alpha, dtype):
     return binary(g, "Mul", other, g.constant(factor, dtype), dtype)
 
 
+def _list_items(v):
+    """The items of a list operand (scripted ``list + list``), or None for tensors and numbers."""
+    if sh.is_packed_list(v):
+        return sh.unpack_list(v)
+    raw = sh.const(v, None)
+    return list(raw) if isinstance(raw, (list, tuple)) else None
+
+
 @_onnx_symbolic("aten::add")
 def add(g, self, other, alpha=None):
     """add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
+    left, right = _list_items(self), _list_items(other)
+    if left is not None and right is not None:
+        return left + right  # add.t(t[] a, t[] b) -> t[]: concatenation
     dtype = result_dtype(g, self, other)
     return binary(g, "Add", self, _scaled(g, other, alpha, dtype), dtype)
 

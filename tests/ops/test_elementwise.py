@@ -41,6 +41,12 @@ class _ScaledByHalfBatch(torch.nn.Module):
         return x * (x.size(0) // 2)
 
 
+class _ListAdd(torch.nn.Module):
+    def forward(self, x):
+        sizes = [x.size(0)] + [x.size(1), 1]
+        return x.reshape(sizes) * 2
+
+
 CASES = [
     # add / sub / mul / div, with alpha, scalars and mixed dtypes
     *per_dtype("add", lambda a, b: a + b, (F32, I64, I32, BOOL, I8, U8), ("any", "any"), opsets=ARITH),
@@ -123,6 +129,10 @@ CASES = [
                                       ("erfinv", torch.erfinv, "Erf", 9))],
     Case("atan2-float64", torch.atan2, lambda: (sample(F64), sample(F64)), min_opset=9).xfail(
         [9, 26], "onnxruntime has no float64 Atan kernel"),
+    Case("add_lists_scripted", torch.jit.script(_ListAdd()), lambda: (sample(F32),)),
+    Case("add_lists_scripted_dynamic", torch.jit.script(_ListAdd()), lambda: (sample(F32),),
+         export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}),
+         other_inputs=lambda: [(sample(F32, shape=(6, 4)),)]),
     # remainder / fmod (Mod from opset 10)
     *per_dtype("remainder", torch.remainder, NUMERIC, ("any", "nonzero"), opsets=(9, 10, 12)),
     *per_dtype("remainder_scalar", lambda a: torch.remainder(a, -3), NUMERIC, opsets=(9, 10, 12)),

@@ -49,6 +49,19 @@ def _compare_cases(name, fn):
     ]
 
 
+class _ModeSwitch(torch.nn.Module):
+    def __init__(self, mode: str):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        if self.mode == "double":
+            return x * 2
+        if x.size(0) >= 3:
+            return x + 1
+        return x - 1
+
+
 CASES = [
     *_compare_cases("eq", torch.eq),
     *_compare_cases("ne", torch.ne),
@@ -58,6 +71,11 @@ CASES = [
     *_compare_cases("ge", torch.ge),
     Case("eq_operator", lambda a, b: a == b, lambda: (sample(I64), sample(I64)), opsets=COMPARE),
     Case("ge_operator", lambda a: a >= 0.5, lambda: (sample(F32),), opsets=COMPARE),
+    Case("eq_str_scripted", torch.jit.script(_ModeSwitch("double")), lambda: (sample(F32),)),
+    Case("ge_int_scripted", torch.jit.script(_ModeSwitch("other")), lambda: (sample(F32),)),
+    Case("ge_int_scripted_dynamic", torch.jit.script(_ModeSwitch("other")), lambda: (sample(F32),), opsets=(9, 11, 12),
+         export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}),
+         other_inputs=lambda: [(sample(F32, shape=(2, 4)),), (sample(F32, shape=(5, 4)),)]),
     # logical
     *[Case(f"{op.__name__}-{str(dt)[6:]}", op, lambda dt=dt: (_with_zeros(dt), _with_zeros(dt)))
       for op in (torch.logical_and, torch.logical_or, torch.logical_xor) for dt in (F32, I64, I32, BOOL)],
