@@ -2,11 +2,11 @@
 
 torch passes one flat weight list (w_ih, w_hh[, b_ih, b_hh] per layer and direction); ONNX takes
 W, R and B stacked over directions, with its own gate order. Weights known at export time are
-reordered in Python straight into one new initializer per layer (one extra copy of the recurrent
-weights; the original parameters are then unused and dropped from the model). Weights known only
-at runtime (``export_params=False``) or with ``do_constant_folding=False`` are reordered in the
-graph with Slice and Concat. LSTMs with ``proj_size`` (no ONNX equivalent) become one Scan per
-layer and direction whose body is an LSTM step plus the projection.
+reordered into lazy initializers, computed direction by direction only while the model is written
+(export holds no copy of them; the original parameters are then unused and dropped). Weights
+known only at runtime (``export_params=False``) or with ``do_constant_folding=False`` are
+reordered in the graph with Slice and Concat. LSTMs with ``proj_size`` (no ONNX equivalent)
+become one Scan per layer and direction whose body is an LSTM step plus the projection.
 
 A PackedSequence stays padded here: ``data`` is the time-major padded batch cut to the longest
 sequence, and ``batch_sizes`` is torch's (how many sequences are alive at each step), from which
@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from torchscript_onnx.ir import Value
+from torchscript_onnx.lazy import LazyTensor
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
@@ -65,22 +66,18 @@ def lengths_from_batch_sizes(g, batch_sizes: Value, batch: Value, dtype: torch.d
     return onnx_ops.cast(g, onnx_ops.reduce(g, "ReduceSum", counts, [0], False), dtype)
 
 
-def _onnx_weight(g, per_direction: list[list[Value]], order: tuple, hidden: int) -> Value:
+def _onnx_weight(g, per_direction: list[list[Value]], order: tuple, hidden: int, kind: str) -> Value:
     """ONNX W, R or B: for each direction, the gate blocks of its tensors in ONNX order,
     concatenated along axis 0; stacked over directions."""
     tensors = [[sh.const(v) for v in parts] for parts in per_direction]
     if g.options.do_constant_folding and all(isinstance(t, torch.Tensor) for ts in tensors for t in ts):
         first = tensors[0][0]
         rows = sum(t.shape[0] for t in tensors[0])
-        # One allocation, filled block by block: the only copy of these weights export makes.
-        out = torch.empty((len(tensors), rows) + tuple(first.shape[1:]), dtype=first.dtype)
-        for d, parts in enumerate(tensors):
-            row = 0
-            for t in parts:
-                for k in order:
-                    out[d, row:row + hidden] = t[k * hidden:(k + 1) * hidden]
-                    row += hidden
-        return g.constant(out)
+        shape = (len(tensors), rows) + tuple(first.shape[1:])
+        sources = [t for ts in tensors for t in ts]
+        # Computed direction by direction while the model is written: export holds no copy.
+        lazy = LazyTensor(shape, first.dtype, gate_rows, sources, (len(tensors[0]), tuple(order), hidden))
+        return g.root.graph.add_initializer(f"onnx::{kind}", lazy, const=False)
     stacked = []
     for parts in per_direction:
         blocks = [part if order == (0,) else onnx_ops.slice(g, part, [0], [k * hidden], [(k + 1) * hidden])
@@ -88,6 +85,14 @@ def _onnx_weight(g, per_direction: list[list[Value]], order: tuple, hidden: int)
         joined = blocks[0] if len(blocks) == 1 else g.op("Concat", *blocks, axis_i=0)
         stacked.append(onnx_ops.unsqueeze(g, joined, [0]))
     return stacked[0] if len(stacked) == 1 else g.op("Concat", *stacked, axis_i=0)
+
+
+def gate_rows(sources, start: int, stop: int, parts: int, order: tuple, hidden: int) -> torch.Tensor:
+    """Directions [start, stop) of an ONNX W/R/B: each direction's ``parts`` tensors, their gate
+    blocks in ``order``, concatenated along axis 0 (a ``LazyTensor`` recipe)."""
+    return torch.stack([
+        torch.cat([t[k * hidden:(k + 1) * hidden] for t in sources[d * parts:(d + 1) * parts] for k in order])
+        for d in range(start, stop)])
 
 
 def _layer_state(g, state: Value, layer: int, dirs: int, num_layers: int) -> Value:
@@ -134,9 +139,9 @@ def generic_rnn(g, mode: str, input: Value, states: list[Value], weights: list[V
     h_outs, c_outs = [], []
     for layer in range(num_layers):
         mine = [weights[(layer * dirs + d) * per_layer:(layer * dirs + d + 1) * per_layer] for d in range(dirs)]
-        w = _onnx_weight(g, [[ws[0]] for ws in mine], order, hidden)
-        r = _onnx_weight(g, [[ws[1]] for ws in mine], order, hidden)
-        b = _onnx_weight(g, [[ws[2], ws[3]] for ws in mine], order, hidden) if has_biases else None
+        w = _onnx_weight(g, [[ws[0]] for ws in mine], order, hidden, kind)
+        r = _onnx_weight(g, [[ws[1]] for ws in mine], order, hidden, kind)
+        b = _onnx_weight(g, [[ws[2], ws[3]] for ws in mine], order, hidden, kind) if has_biases else None
         inputs = [x, w, r, b, seq_lens] + [_layer_state(g, s, layer, dirs, num_layers) for s in states]
         outs = g.op(kind, *inputs, outputs=3 if kind == "LSTM" else 2, **attrs)
         y = outs[0]

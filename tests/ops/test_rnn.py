@@ -310,6 +310,25 @@ def test_rnn_weights_are_reordered_into_one_initializer_per_tensor_kind():
                             + [(2, 4 * HID, 2 * HID), (2, 4 * HID, HID), (2, 8 * HID)])
 
 
+def test_rnn_weights_are_lazy_until_written():
+    """Export holds no reordered copy of the recurrent weights: they are computed while written."""
+    from torchscript_onnx import build
+    from torchscript_onnx.lazy import LazyTensor
+
+    model = Run(nn.GRU(IN, HID, num_layers=2, bidirectional=True)).eval()
+    exported = build(model, (torch.randn(3, 2, IN), torch.randn(4, 2, HID)), opset_version=17)
+    tensors = exported.graph.initializers
+    assert len(tensors) == 6 and all(isinstance(t, LazyTensor) for t in tensors.values())
+
+
+@pytest.mark.parametrize("options", [{"keep_initializers_as_inputs": True}, {"do_constant_folding": False}])
+def test_rnn_weight_options(options):
+    from torchscript_onnx.verify import verify
+
+    model = Run(make_rnn("LSTM", num_layers=2, bidirectional=True)).eval()
+    verify(model, (_x(3, 2, False), *_states("LSTM", 4, 2)), opset_version=17, **options)
+
+
 def test_rnn_weights_as_graph_inputs():
     """export_params=False: the weights are graph inputs, reordered with Slice/Concat at runtime."""
     model = Run(make_rnn("LSTM", num_layers=2, bidirectional=True)).eval()
