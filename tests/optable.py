@@ -142,3 +142,14 @@ def per_dtype(name: str, model: Callable, dtypes: Sequence[torch.dtype], kinds: 
 
         cases.append(Case(f"{name}-{str(dtype).replace('torch.', '')}", model, inputs, **case_options))
     return cases
+
+
+def exported_op_types(case: Case, opset: int) -> list[str]:
+    """The ONNX op types of ``case`` exported at ``opset`` (for structural expectations)."""
+    import io
+
+    import onnx
+
+    buffer = io.BytesIO()
+    export(case.module(), case.inputs(), buffer, opset_version=opset, **case.export_options)
+    return [node.op_type for node in onnx.load_from_string(buffer.getvalue()).graph.node]

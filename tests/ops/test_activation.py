@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.optable import Case, below_min_params, params, per_dtype, run_below_min, run_case, sample
+from tests.optable import Case, below_min_params, exported_op_types, params, per_dtype, run_below_min, run_case, sample
 
 F32, F64, I64, I32, I8 = torch.float32, torch.float64, torch.int64, torch.int32, torch.int8
 
@@ -110,3 +110,26 @@ def test_activation(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_activation_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+# (case, opset, op types the export must contain, op types it must not contain)
+NATIVE = [
+    (Case("gelu", F.gelu, _wide()), 20, {"Gelu"}, {"Erf"}),
+    (Case("gelu", F.gelu, _wide()), 19, {"Erf"}, {"Gelu"}),
+    (Case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), _wide()), 20, {"Gelu"}, {"Tanh"}),
+    (Case("hardswish", F.hardswish, _wide()), 14, {"HardSwish"}, {"HardSigmoid"}),
+    (Case("hardswish", F.hardswish, _wide()), 13, {"HardSigmoid", "Mul"}, {"HardSwish"}),
+    (Case("mish", F.mish, _wide()), 18, {"Mish"}, {"Softplus"}),
+    (Case("mish", F.mish, _wide()), 17, {"Softplus", "Tanh"}, {"Mish"}),
+    (Case("celu", F.celu, _wide()), 12, {"Celu"}, {"Elu"}),
+    (Case("celu", F.celu, _wide()), 11, {"Elu"}, {"Celu"}),
+    (Case("relu_int64", torch.relu, lambda: (sample(I64),)), 14, {"Clip"}, {"Relu"}),
+    (Case("leaky_relu-float64", F.leaky_relu, lambda: (sample(F64),)), 13, {"Relu"}, {"LeakyRelu"}),
+    (Case("selu", F.selu, _wide()), 7, {"Selu"}, set()),
+]
+
+
+@pytest.mark.parametrize("case,opset,present,absent", NATIVE, ids=lambda v: v.name if isinstance(v, Case) else None)
+def test_activation_lowering(case, opset, present, absent):
+    op_types = set(exported_op_types(case, opset))
+    assert present <= op_types and not (absent & op_types), sorted(op_types)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.optable import Case, below_min_params, params, per_dtype, run_below_min, run_case, sample
+from tests.optable import Case, below_min_params, exported_op_types, params, per_dtype, run_below_min, run_case, sample
 
 F32, F64, I64, I32, I8, U8, BOOL = torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool
 NUMERIC = (F32, I64, I32)
@@ -226,3 +226,29 @@ def test_inplace_ops_map_to_functional(name):
 
     for opset in (7, 9, 10, 18, 26):
         assert registry.lookup(name, opset) is registry.lookup(name[:-1], opset) is not None
+
+
+# (case, opset, op types the export must contain, op types it must not contain)
+NATIVE = [
+    (Case("fmod", torch.fmod, lambda: (sample(F32), sample(F32, "nonzero"))), 10, {"Mod"}, {"Floor"}),
+    (Case("fmod", torch.fmod, lambda: (sample(F32), sample(F32, "nonzero"))), 9, {"Div", "Floor"}, {"Mod"}),
+    (Case("remainder_int", torch.remainder, lambda: (sample(I64), sample(I64, "nonzero"))), 10, {"Mod"}, {"Div"}),
+    (Case("round", torch.round, lambda: (sample(F32),)), 11, {"Round"}, {"Floor"}),
+    (Case("round", torch.round, lambda: (sample(F32),)), 10, {"Floor"}, {"Round"}),
+    (Case("sign", torch.sign, lambda: (sample(F32),)), 9, {"Sign"}, set()),
+    (Case("sign", torch.sign, lambda: (sample(F32),)), 8, {"Greater", "Less"}, {"Sign"}),
+    (Case("sinh", torch.sinh, lambda: (sample(F32),)), 9, {"Sinh"}, {"Exp"}),
+    (Case("sinh-float64", torch.sinh, lambda: (sample(F64),)), 9, {"Exp"}, {"Sinh"}),
+    (Case("pow_int", torch.pow, lambda: (sample(I64), sample(I64, "pos"))), 12, {"Pow"}, {"Cast"}),
+    (Case("pow_int", torch.pow, lambda: (sample(I64), sample(I64, "pos"))), 11, {"Pow", "Round", "Cast"}, set()),
+    (Case("clamp_int", lambda x: x.clamp(-1, 2), lambda: (sample(I64),)), 12, {"Clip"}, {"Cast"}),
+    (Case("clamp_int", lambda x: x.clamp(-1, 2), lambda: (sample(I64),)), 11, {"Less"}, {"Clip", "Max"}),
+    (Case("add_int8", lambda a, b: a + b, lambda: (sample(I8), sample(I8))), 14, {"Add"}, {"Cast"}),
+    (Case("add_int8", lambda a, b: a + b, lambda: (sample(I8), sample(I8))), 13, {"Add", "Cast"}, set()),
+]
+
+
+@pytest.mark.parametrize("case,opset,present,absent", NATIVE, ids=lambda v: v.name if isinstance(v, Case) else None)
+def test_elementwise_lowering(case, opset, present, absent):
+    op_types = set(exported_op_types(case, opset))
+    assert present <= op_types and not (absent & op_types), sorted(op_types)

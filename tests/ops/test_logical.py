@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.optable import Case, below_min_params, params, per_dtype, run_below_min, run_case, sample
+from tests.optable import Case, below_min_params, exported_op_types, params, per_dtype, run_below_min, run_case, sample
 
 F32, F64, F16, I64, I32, I8, U8, BOOL = (torch.float32, torch.float64, torch.float16, torch.int64, torch.int32,
                                         torch.int8, torch.uint8, torch.bool)
@@ -156,3 +156,28 @@ def test_logical(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_logical_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+# (case, opset, op types the export must contain, op types it must not contain)
+NATIVE = [
+    (Case("le", torch.le, lambda: (sample(F32), sample(F32))), 12, {"LessOrEqual"}, {"Or"}),
+    (Case("le", torch.le, lambda: (sample(F32), sample(F32))), 11, {"Less", "Equal", "Or"}, {"LessOrEqual"}),
+    (Case("eq_float", torch.eq, lambda: (sample(F32), sample(F32))), 11, {"Equal"}, {"Less"}),
+    (Case("eq_float", torch.eq, lambda: (sample(F32), sample(F32))), 10, {"Less", "Greater", "IsNaN"}, {"Equal"}),
+    (Case("eq_int", torch.eq, lambda: (sample(I64), sample(I64))), 7, {"Equal"}, {"Cast"}),
+    (Case("lt_int", torch.lt, lambda: (sample(I64), sample(I64))), 9, {"Less"}, {"Cast"}),
+    (Case("bitwise_and", torch.bitwise_and, lambda: (sample(I64), sample(I64))), 18, {"BitwiseAnd"}, set()),
+    (Case("bitwise_not", torch.bitwise_not, lambda: (sample(I64),)), 18, {"BitwiseNot"}, set()),
+    (Case("bitwise_not", torch.bitwise_not, lambda: (sample(I64),)), 17, {"Neg", "Sub"}, {"BitwiseNot"}),
+    (Case("rshift_uint8", lambda a: a >> 2, lambda: (sample(U8),)), 11, {"BitShift"}, {"Div"}),
+    (Case("isinf", torch.isinf, lambda: (sample(F32),)), 10, {"IsInf"}, {"Greater"}),
+    (Case("isinf", torch.isinf, lambda: (sample(F32),)), 9, {"Greater"}, {"IsInf"}),
+    (Case("isnan", torch.isnan, lambda: (sample(F32),)), 9, {"IsNaN"}, set()),
+    (Case("where_bool", torch.where, lambda: (sample(BOOL), sample(BOOL), sample(BOOL))), 9, {"Where", "Cast"}, set()),
+]
+
+
+@pytest.mark.parametrize("case,opset,present,absent", NATIVE, ids=lambda v: v.name if isinstance(v, Case) else None)
+def test_logical_lowering(case, opset, present, absent):
+    op_types = set(exported_op_types(case, opset))
+    assert present <= op_types and not (absent & op_types), sorted(op_types)
