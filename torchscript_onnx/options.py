@@ -8,6 +8,7 @@ conversion or writing.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import numbers
@@ -78,7 +79,7 @@ def _check_names(value, argument: str) -> tuple[str, ...]:
     for name in value:
         if not isinstance(name, str) or not name:
             raise TypeError(f"{argument} must hold non-empty strings; got {name!r}")
-    duplicates = sorted({n for n in value if list(value).count(n) > 1})
+    duplicates = sorted(n for n, count in collections.Counter(value).items() if count > 1)
     if duplicates:
         raise ValueError(f"{argument} has duplicate names: {duplicates}; every graph input and output needs its own")
     return tuple(value)
