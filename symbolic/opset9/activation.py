@@ -254,7 +254,8 @@ def threshold(g, self, threshold, value):
     require_opset(g, 9, "aten::threshold (it uses ONNX Where)")
     dtype = g.output_dtype() or self.dtype
     x = as_operand(g, self, dtype)
-    return g.op("Where", compare(g, "Greater", x, as_operand(g, threshold, dtype)), x, as_operand(g, value, dtype))
+    # compare in the promoted type: an integer tensor against a float threshold compares as floats
+    return g.op("Where", compare(g, "Greater", x, threshold), x, as_operand(g, value, dtype))
 
 
 @_onnx_symbolic("aten::hardshrink")

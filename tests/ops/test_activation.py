@@ -68,6 +68,7 @@ CASES = [
     Case("prelu_single_1d", torch.nn.PReLU(), lambda: (torch.randn(6),)),
     Case("threshold", lambda x: F.threshold(x, 0.5, -2.0), _wide(), min_opset=9),
     Case("threshold_int", lambda x: F.threshold(x, 1, -5), lambda: (sample(I64),), min_opset=9),
+    Case("threshold_int_float", lambda x: F.threshold(x, -0.5, 7), lambda: (sample(I64),), min_opset=9),
     Case("hardshrink", F.hardshrink, _wide(), min_opset=9),
     Case("hardshrink_lambd", lambda x: F.hardshrink(x, 1.5), _wide(), min_opset=9),
     Case("softshrink", lambda x: F.softshrink(x, 1.0), _wide(), min_opset=9),
