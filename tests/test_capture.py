@@ -148,3 +148,21 @@ def test_export_flags_and_module_map_are_restored():
     assert seen == [(True, True, True)]
     assert getattr(torch.jit._trace, "_trace_module_map", None) is previous_map
     assert not tso.is_in_onnx_export() and not torch.onnx.is_in_onnx_export()
+
+
+def test_a_buffer_resized_in_forward_comes_back():
+    class Resizes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("history", torch.arange(3.0))
+
+        def forward(self, x):
+            self.history.resize_(5).fill_(7.0)
+            return x + 1
+
+    model = Resizes()
+    try:
+        tso.export(model, (_x(),), None)
+    except tso.OnnxExporterError:
+        pass  # whether resize_ converts or not, the buffer must come back
+    assert torch.equal(model.history, torch.arange(3.0))

@@ -79,7 +79,9 @@ def _state_preserved(model) -> Iterator[None]:
             for module, name, buffer, version, copy in buffers:
                 if module._buffers.get(name) is not buffer:
                     module._buffers[name] = buffer
-                if buffer._version != version or not torch.equal(buffer, copy):
+                if buffer.shape != copy.shape or buffer.dtype != copy.dtype:
+                    buffer.data = copy  # resized or re-typed in place
+                elif buffer._version != version or not torch.equal(buffer, copy):
                     buffer.copy_(copy)
         for param, requires_grad in grads:
             if param.requires_grad != requires_grad:
@@ -91,6 +93,7 @@ def _export_flags(model) -> Iterator[None]:
     """Our flag, torch's own "in ONNX export" flag (so torch's ``is_in_onnx_export()`` agrees inside
     forward), and the module map that gives traced nodes their scope names."""
     global _in_export
+    previous_ours = _in_export
     torch_globals = _torch_export_globals()
     previous_torch = torch_globals.in_onnx_export if torch_globals is not None else None
     previous_map = getattr(torch.jit._trace, "_trace_module_map", None)
@@ -104,7 +107,7 @@ def _export_flags(model) -> Iterator[None]:
     try:
         yield
     finally:
-        _in_export = False
+        _in_export = previous_ours
         if torch_globals is not None:
             torch_globals.in_onnx_export = previous_torch
         torch.jit._trace._trace_module_map = previous_map
