@@ -20,3 +20,4 @@ from .opset9.reduction import *  # noqa: F401,F403
 from .opset9.creation import *  # noqa: F401,F403
 from .opset9.linalg import *  # noqa: F401,F403
 from .opset9.joining import *  # noqa: F401,F403
+from .opset9.autograd import *  # noqa: F401,F403

@@ -407,6 +407,75 @@ def test_select_model_mode_for_export_restores_every_flag():
             pass
 
 
+# -- autograd.Function --------------------------------------------------------------------------
+
+
+class ScaledSquare(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k: float, y):
+        return x * x * k + y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, grad
+
+
+class Outer(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return ScaledSquare.apply(x, 2.0, x) - 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Negate(torch.autograd.Function):
+    """Its forward is not what ONNX gets: the symbolic decides, as in legacy."""
+
+    @staticmethod
+    def forward(ctx, x, shift: float):
+        return -x + shift
+
+    @staticmethod
+    def symbolic(g, x, shift):
+        return g.op("Add", g.op("Neg", x), g.op("Constant", value_t=torch.tensor(shift, dtype=torch.float32)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad, None
+
+
+class UsesFunctions(torch.nn.Module):
+    def forward(self, x):
+        return ScaledSquare.apply(x, 3.0, x) * 2 + Outer.apply(x)
+
+
+class UsesSymbolic(torch.nn.Module):
+    def forward(self, x):
+        return Negate.apply(x, 0.5) * 2
+
+
+def test_autograd_functions_are_inlined():
+    verify(UsesFunctions(), (_x(),))
+
+
+@pytest.mark.parametrize("inlining", [True, False])
+def test_autograd_function_symbolic_is_used_as_in_legacy(inlining):
+    model, x = UsesSymbolic(), _x()
+    proto = tso.export(model, (x,), autograd_inlining=inlining)
+    ops = [n.op_type for n in proto.graph.node]
+    assert "Neg" in ops
+    assert [op for op in ops if op != "Constant"] == [
+        n.op_type for n in _legacy(model, (x,), autograd_inlining=inlining).graph.node if n.op_type != "Constant"]
+    verify(model, (x,), autograd_inlining=inlining)
+
+
+def test_autograd_inlining_false_names_the_function():
+    with pytest.raises(tso.SymbolicValueError, match="ScaledSquare.*autograd_inlining"):
+        tso.export(UsesFunctions(), (_x(),), autograd_inlining=False)
+
+
 # -- in-export flag, verbose, pretty string -------------------------------------------------------
 
 

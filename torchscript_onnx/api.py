@@ -174,7 +174,7 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)
-    captured = capture_mod.capture(model, args, options.training)
+    captured = capture_mod.capture(model, args, options.training, options.autograd_inlining)
     prepare(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))

@@ -178,12 +178,54 @@ def _check_arity(model, args: tuple) -> None:
         ) from None
 
 
-def capture(model, args: tuple, training: TrainingMode) -> Captured:
+def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
             torch.no_grad():
         if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-            return _capture_script(model, args)
-        return _capture_trace(model, args)
+            captured = _capture_script(model, args)
+        else:
+            captured = _capture_trace(model, args)
+    if autograd_inlining:
+        inline_autograd_functions(captured.graph)
+    return captured
+
+
+def inline_autograd_functions(graph: torch._C.Graph) -> None:
+    """Replace each traced ``torch.autograd.Function`` call (a ``prim::PythonOp`` carrying the
+    ops its forward ran as a ``Subgraph``) by those ops, as the legacy ``autograd_inlining=True``
+    does. Functions nested inside a Function are inlined too; Functions with a ``symbolic``
+    staticmethod are left for it (symbolic/opset9/autograd.py)."""
+    while True:
+        calls = [n for n in _all_nodes(graph.block()) if n.kind() == "prim::PythonOp"
+                 and "Subgraph" in n.attributeNames() and not _has_symbolic(n)]
+        if not calls:
+            return
+        for node in calls:
+            body = node.g("Subgraph")
+            outputs = list(node.outputs())
+            if len(list(body.outputs())) != len(outputs):
+                continue  # not a plain forward trace; left for the converter to report
+            with graph.insert_point_guard(node):  # nested blocks belong to the same graph
+                inlined = graph.insertGraph(body, list(node.inputs()))
+            for old, new in zip(outputs, inlined):
+                new.setType(old.type())
+                old.replaceAllUsesWith(new)
+            node.destroy()
+
+
+def _has_symbolic(node) -> bool:
+    """A Function with a ``symbolic`` staticmethod is converted by it, as in legacy."""
+    apply = node.pyobj()
+    return hasattr(getattr(apply, "__self__", None), "symbolic")
+
+
+def _all_nodes(block) -> list:
+    found = []
+    for node in block.nodes():
+        found.append(node)
+        for sub in node.blocks():
+            found.extend(_all_nodes(sub))
+    return found
 
 
 def _capture_trace(model, args: tuple) -> Captured:

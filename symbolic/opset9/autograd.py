@@ -1,0 +1,42 @@
+"""Calls of ``torch.autograd.Function`` subclasses (``prim::PythonOp`` in a trace).
+
+Capture inlines the ops a Function's forward ran (``autograd_inlining=True``, the default),
+except for Functions with a ``symbolic`` staticmethod: as in the legacy exporter, that method
+converts the call, in both modes.
+"""
+
+from __future__ import annotations
+
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+
+def function_class(node):
+    """The ``torch.autograd.Function`` subclass a ``prim::PythonOp`` node calls, or None."""
+    try:
+        apply = node.pyobj()
+    except RuntimeError:
+        return None
+    owner = getattr(apply, "__self__", None)
+    return owner if isinstance(owner, type) else None
+
+
+@_onnx_symbolic("prim::PythonOp")
+def python_op(g, *inputs, **attrs):
+    """prim::PythonOp(...) -> ...: a torch.autograd.Function call, converted by its ``symbolic``."""
+    node = g.original_node
+    cls = function_class(node)
+    symbolic = getattr(cls, "symbolic", None)
+    name = cls.__name__ if cls is not None else node.pyname()
+    if symbolic is None:
+        sh.unimplemented(
+            f"torch.autograd.Function {name}",
+            "a Function without a symbolic staticmethod when autograd_inlining=False (leave "
+            "autograd_inlining=True to export the ops its forward runs, or give it a symbolic)",
+        )
+    # cconv lists the call's arguments in order: "d" a tensor input, "c" a Python scalar argument.
+    tensors, scalars = iter(inputs), iter(node.scalar_args())
+    args = [next(tensors) if kind == "d" else next(scalars) for kind in node.cconv()]
+    return symbolic(g, *args)
