@@ -90,7 +90,9 @@ def _check_f(f) -> None:
         return
     if callable(getattr(f, "write", None)):
         if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
-            raise TypeError("f must be a binary file-like object (opened with 'wb', or io.BytesIO()); got a text stream")
+            raise TypeError(
+                "f must be a binary file-like object (opened with 'wb', or io.BytesIO()); got a text stream"
+            )
         writable = getattr(f, "writable", None)
         if callable(writable) and not writable():
             raise ValueError("f is a file object that is not writable; open it with 'wb'")

@@ -90,7 +90,8 @@ def describe_value(value) -> str:
         name = f"%{value.name}: " if value.name else ""
         dtype_text = str(dtype).replace("torch.", "") if dtype is not None else "unknown dtype"
         shape = value.shape
-        shape_text = "[rank unknown]" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        dims = None if shape is None else ", ".join("?" if d is None else str(d) for d in shape)
+        shape_text = "[rank unknown]" if dims is None else f"[{dims}]"
         return f"{name}{dtype_text}{shape_text}"
     if hasattr(value, "debugName") and hasattr(value, "type"):
         return f"%{value.debugName()}: {value.type()}"
