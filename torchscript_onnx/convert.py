@@ -202,12 +202,6 @@ class Converter:
                 kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs]) from error
         self.bind_outputs(node, result)
 
-    def _context(self, node, inputs, message: str) -> str:
-        described = ", ".join(_describe(v) for v in inputs)
-        where = f"{self.ctx.scope or '<top>'}" + (f" at {self.ctx.source}" if self.ctx.source else "")
-        return (f"while converting {node.kind()} (opset {self.ctx.opset}) in {where}: {message}\n"
-                f"  inputs: {described}")
-
     def bind_outputs(self, node: torch._C.Node, result) -> None:
         outs = list(node.outputs())
         if result is None:
