@@ -535,6 +535,18 @@ def _non_zero(node: Node) -> None:
     _set(node, 0, torch.int64, None if x.shape is None else (len(x.shape), None))
 
 
+def _unique(node: Node) -> None:
+    x, axis = node.inputs[0], node.attr("axis")
+    shape = None
+    if axis is None:
+        shape = (None,)
+    elif x.shape is not None:
+        shape = tuple(None if i == _normalize_axis(axis, len(x.shape)) else d for i, d in enumerate(x.shape))
+    _set(node, 0, x.dtype, shape)
+    for k in range(1, len(node.outputs)):
+        _set(node, k, torch.int64, (None,))
+
+
 def _pad(node: Node) -> None:
     x = node.inputs[0]
     pads = node.attr("pads")
@@ -617,6 +629,7 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "GRU": _recurrent,
     "LSTM": _recurrent,
     "NonZero": _non_zero,
+    "Unique": _unique,
     "Scatter": _same_as_input,
     "ScatterElements": _same_as_input,
     "ScatterND": _same_as_input,

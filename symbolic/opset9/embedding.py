@@ -34,7 +34,7 @@ def embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     if renorm is None:
         return rows
     max_norm, norm_type = renorm
-    return _renormed_rows(g, rows, max_norm, norm_type)
+    return renormed_rows(g, rows, max_norm, norm_type)
 
 
 _RENORM = ("aten::embedding_renorm_", "aten::embedding_renorm")
@@ -52,13 +52,13 @@ def _renorm_before(node) -> tuple[float, float] | None:
     while weight.node().kind() == "aten::detach":
         weight = weight.node().inputsAt(0)
     renorm = weight.node()
-    if renorm.kind() not in _RENORM or renorm.inputsAt(1) is not node.inputsAt(1) or not _only_lookups(renorm):
+    if renorm.kind() not in _RENORM or renorm.inputsAt(1) is not node.inputsAt(1) or not only_lookups(renorm):
         return None
     max_norm, norm_type = (renorm.inputsAt(k).toIValue() for k in (2, 3))
     return float(max_norm), float(norm_type)
 
 
-def _only_lookups(renorm) -> bool:
+def only_lookups(renorm) -> bool:
     """Whether every reader of the renormalized weight (through detach) is a lookup with its indices."""
     pending, indices = [renorm.output()], renorm.inputsAt(1)
     while pending:
@@ -85,7 +85,7 @@ def _row_norms(g, rows: Value, norm_type: float) -> Value:
     return g.op("Pow", total, g.constant(1.0 / norm_type, rows.dtype))
 
 
-def _renormed_rows(g, rows: Value, max_norm: float, norm_type: float) -> Value:
+def renormed_rows(g, rows: Value, max_norm: float, norm_type: float) -> Value:
     # torch (Embedding.cpp): a row whose norm exceeds max_norm is scaled by max_norm / (norm + 1e-7).
     norms = _row_norms(g, rows, norm_type)
     limit = g.constant(max_norm, rows.dtype)
@@ -106,11 +106,11 @@ def embedding_renorm(g, self, indices, max_norm, norm_type):
     # The whole weight with the rows ``indices`` reads renormalized. When only lookups with the
     # same indices read it (F.embedding), they renormalize the rows they gather instead.
     node = g.original_node
-    if node is not None and _only_lookups(node):
+    if node is not None and only_lookups(node):
         return self
     if g.opset < 9:
         sh.value_error("embedding_renorm_ needs opset 9 or higher (pass opset_version=9)")
-    renormed = _renormed_rows(g, self, max_norm, norm_type)
+    renormed = renormed_rows(g, self, max_norm, norm_type)
     vocabulary = int_range(g, onnx_ops.size(g, self, 0))
     flat = g.op("Reshape", onnx_ops.cast(g, indices, torch.int64), g.constant([1, -1], torch.int64))
     hit = g.op("Equal", onnx_ops.unsqueeze(g, vocabulary, [1]), flat)
@@ -152,7 +152,7 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     rows = g.op("Gather", weight, indices, axis_i=0)
     renorm = _renorm_before(g.original_node)
     if renorm is not None:
-        rows = _renormed_rows(g, rows, *renorm)
+        rows = renormed_rows(g, rows, *renorm)
     weights = onnx_ops.cast(g, member, dtype)
     sizes = onnx_ops.reduce(g, "ReduceSum", weights, [1], True)
     if mode == "max":

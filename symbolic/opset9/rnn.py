@@ -109,7 +109,7 @@ def generic_rnn(g, mode: str, input: Value, states: list[Value], weights: list[V
     Returns (output, h_n) or, for LSTM, (output, h_n, c_n), shaped as torch shapes them."""
     kind = "RNN" if mode in _ACTIVATION else mode
     op = mode.lower()
-    gates = len(GATE_ORDER[kind]) if kind != "RNN" else 1
+    gates = len(GATE_ORDER[kind])
     dirs = 2 if bidirectional else 1
     per_layer = 4 if has_biases else 2
     if train and dropout > 0 and num_layers > 1:

@@ -2,7 +2,8 @@
 per_sample_weights, include_last_offset, padding_idx). One table, against eager PyTorch.
 
 embedding is a Gather (opset 7 on); embedding_bag's mask lowering needs opset 9 and changes with
-the Slice (10), ReduceSum (13) and other Reduce (18) schemas.
+the Slice (10), ReduceSum (13) and other Reduce (18) schemas; a renormalized weight read whole
+(tied weights with max_norm) takes ScatterND from opset 11.
 """
 
 import pytest
@@ -87,7 +88,7 @@ CASES = [
     embedding_case("embedding_max_norm_l1", _embedding(max_norm=1.5, norm_type=1.0)),
     embedding_case("embedding_max_norm_p3_padding_idx", _embedding(max_norm=0.8, norm_type=3.0, padding_idx=2)),
     # the decoder reads the whole renormalized weight: embedding_renorm_ builds it (opset 9)
-    Case("embedding_max_norm_tied", Tied(), lambda: (_ids(2, 5),), min_opset=9,
+    Case("embedding_max_norm_tied", Tied(), lambda: (_ids(2, 5),), min_opset=9, opsets=(11,),
          export_options=_dynamic(("ids", (0, 1))), other_inputs=lambda: [(_ids(3, 7),)]),
     Case("embedding_functional_1d", lambda ids, w: nn.functional.embedding(ids, w),
          lambda: (_ids(6), torch.randn(VOCAB, 4)), min_opset=7),
@@ -123,7 +124,7 @@ def test_embedding_renorm_result():
     def renorm(weight, ids):
         return torch.embedding_renorm_(weight.clone(), ids, 1.0, 2.0)
 
-    for opset in (9, 17):
+    for opset in (9, 11, 17):
         case = Case("embedding_renorm", renorm, lambda: (torch.randn(VOCAB, 4) * 2, _ids(5)), min_opset=9)
         run_case(case, opset)
 
