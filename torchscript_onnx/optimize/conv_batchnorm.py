@@ -106,6 +106,23 @@ def _foldable(graph: Graph, conv: Node, bn: Node):
     return weight, bias, params
 
 
+def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params) -> None:
+    """Rewrite ``conv`` to produce ``bn``'s output with lazily folded weight and bias."""
+    scale, shift, mean, var = params
+    eps = bn.attr("epsilon", 1e-5)
+    transposed = conv.op_type == "ConvTranspose"
+    new_weight = LazyTensor(weight.shape, weight.dtype, fused_weight_rows, (weight, scale, var),
+                            (transposed, conv.attr("group", 1), eps))
+    new_bias = LazyTensor((_output_channels(conv, weight),), weight.dtype, fused_bias_rows,
+                          (bias, scale, shift, mean, var), (eps, weight.dtype))
+    conv.inputs = [conv.inputs[0], graph.add_initializer(FOLDED_NAME, new_weight, const=False),
+                   graph.add_initializer(FOLDED_NAME, new_bias, const=False)]
+    graph.value_names.release(conv.outputs[0].name)
+    result = bn.outputs[0]  # keeps its name: it may be a graph output
+    result.producer = conv
+    conv.outputs[0] = result
+
+
 class FoldConvBatchNorm:
     def run(self, graph: Graph) -> bool:
         readers = graph.consumers()
@@ -119,26 +136,10 @@ class FoldConvBatchNorm:
             users = readers.get(id(out), [])
             if len(users) != 1 or id(out) in pinned or out.name in inner:
                 continue
-            bn = users[0]
-            found = _foldable(graph, conv, bn)
-            if found is None:
-                continue
-            weight, bias, (scale, shift, mean, var) = found
-            eps = bn.attr("epsilon", 1e-5)
-            transposed = conv.op_type == "ConvTranspose"
-            new_weight = LazyTensor(weight.shape, weight.dtype, fused_weight_rows, (weight, scale, var),
-                                    (transposed, conv.attr("group", 1), eps))
-            channels = _output_channels(conv, weight)
-            new_bias = LazyTensor((channels,), weight.dtype, fused_bias_rows, (bias, scale, shift, mean, var),
-                                  (eps, weight.dtype))
-            inputs = [conv.inputs[0], graph.add_initializer(FOLDED_NAME, new_weight, const=False),
-                      graph.add_initializer(FOLDED_NAME, new_bias, const=False)]
-            conv.inputs = inputs
-            result = bn.outputs[0]
-            result.producer = conv
-            conv.outputs[0] = result
-            graph.value_names.release(out.name)
-            folded.add(id(bn))
+            found = _foldable(graph, conv, users[0])
+            if found is not None:
+                _fold(graph, conv, users[0], *found)
+                folded.add(id(users[0]))
         if folded:
             graph.nodes = [node for node in graph.nodes if id(node) not in folded]
         return bool(folded)
