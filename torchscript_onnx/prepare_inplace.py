@@ -64,13 +64,22 @@ class _Rewriter:
         self.views: dict[torch._C.Value, tuple[torch._C.Node, torch._C.Value]] = {}
         self.uninvertible: dict[torch._C.Value, str] = {}
         self.bases: dict[torch._C.Value, torch._C.Value] = {}  # uninvertible view -> its input
+        # view -> the tensor it finally views, and root -> its views in creation order, so that
+        # each write costs time in the views of its own root only
+        self.roots: dict[torch._C.Value, torch._C.Value] = {}
+        self.by_root: dict[torch._C.Value, list[torch._C.Value]] = {}
         self.changed = False
+
+    def add_view(self, value, template, parent) -> None:
+        self.views[value] = (template, parent)
+        root = self.roots[value] = self.roots.get(parent, parent)
+        self.by_root.setdefault(root, []).append(value)
 
     def run(self) -> bool:
         for node in list(self.graph.nodes()):
             kind = node.kind()
             if kind in VIEW_OPS and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
-                self.views[node.output()] = (node, node.inputsAt(0))
+                self.add_view(node.output(), node, node.inputsAt(0))
             elif kind in UNINVERTIBLE_VIEWS:
                 for out in node.outputs():
                     self.uninvertible[out] = kind
@@ -84,9 +93,7 @@ class _Rewriter:
         return self.changed
 
     def root_of(self, value):
-        while value in self.views:
-            value = self.views[value][1]
-        return value
+        return self.roots.get(value, value)
 
     def rewrite_write(self, node: torch._C.Node) -> None:
         target = node.inputsAt(0)
@@ -100,7 +107,7 @@ class _Rewriter:
                 f"exported as a write into its base; write into the base tensor instead"
                 f" ({_source(node)})")
         root = self.root_of(target)
-        if target is root and not any(self.root_of(v) is root for v in self.views):
+        if target is root and not self.by_root.get(root):
             # A write into a tensor nobody views: traces already read the op's output afterwards;
             # scripted graphs keep reading the input, which now means the written value.
             if _used_after(root, node):
@@ -117,13 +124,13 @@ class _Rewriter:
             anchor = new.node()
             value = parent
         if target is not root:
-            self.views[node.output()] = self.views[target]
+            self.add_view(node.output(), *self.views[target])
         root.replaceAllUsesAfterNodeWith(anchor, new)
         self.refresh(root, new, anchor)
 
     def refresh(self, root, new_root, anchor) -> None:
         """Views of ``root`` read after ``anchor`` are made again from ``new_root``."""
-        stale = [v for v in self.views if self.root_of(v) is root]
+        stale = self.by_root.pop(root, [])
         needed = set()
         for v in reversed(stale):
             if v in needed or _used_after(v, anchor):
@@ -132,6 +139,7 @@ class _Rewriter:
         remap = {root: new_root}
         for v in stale:
             template, parent = self.views.pop(v)
+            del self.roots[v]
             if v not in needed:
                 continue
             clone = self.graph.createClone(template, lambda x: x)
@@ -142,7 +150,7 @@ class _Rewriter:
             out.setType(v.type())
             v.replaceAllUsesAfterNodeWith(anchor, out)
             remap[v] = out
-            self.views[out] = (template, remap[parent])
+            self.add_view(out, template, remap[parent])
 
     def scatter_back(self, template, parent, new, anchor):
         """The parent's new value once its view ``template`` holds ``new``; inserted after ``anchor``."""
