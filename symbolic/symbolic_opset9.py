@@ -7,17 +7,18 @@ here so ``symbolic_opset9.relu(g, x)`` works as in the legacy exporter.
 """
 
 from .opset9.math import *  # noqa: F401,F403
+from .opset9.activation import *  # noqa: F401,F403
+from .opset9.logical import *  # noqa: F401,F403
 from .opset9.nn import *  # noqa: F401,F403
 from .opset9.prim import *  # noqa: F401,F403
 from .opset9.tensor import *  # noqa: F401,F403
 from .opset9.control import *  # noqa: F401,F403
+from .opset9.reduction import *  # noqa: F401,F403
 from .opset9.rnn import *  # noqa: F401,F403
 from .opset9.embedding import *  # noqa: F401,F403
 from .opset9.indexing import *  # noqa: F401,F403
-from .opset9.activation import *  # noqa: F401,F403
-from .opset9.logical import *  # noqa: F401,F403
-from .opset9.reduction import *  # noqa: F401,F403
 from .opset9.creation import *  # noqa: F401,F403
 from .opset9.linalg import *  # noqa: F401,F403
 from .opset9.joining import *  # noqa: F401,F403
 from .opset9.autograd import *  # noqa: F401,F403
+from .opset9.transformer import *  # noqa: F401,F403

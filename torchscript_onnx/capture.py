@@ -142,25 +142,90 @@ def normalize_args(model, args, kwargs) -> tuple:
     if args and isinstance(args[-1], dict):
         named, args = args[-1], args[:-1]
     positional = list(args)
+    forward = getattr(model, "forward", model)
     try:
-        signature = inspect.signature(getattr(model, "forward", model))
+        signature = inspect.signature(forward)
     except (TypeError, ValueError):
         return tuple(positional)
     params = [p for p in signature.parameters.values() if p.name != "self"]
     unknown = set(named) - {p.name for p in params}
     if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
         raise TypeError(f"args: keyword argument(s) {sorted(unknown)} are not parameters of the model's forward")
-    for p in params[len(positional):]:
+    fill = params[len(positional):]
+    if hasattr(forward, "__wrapped__"):
+        # A decorated forward (transformers' models) may set defaults of its own, so a default
+        # passed positionally would clash with them ("got multiple values for argument"): fill
+        # only up to the last parameter args gives.
+        given = [k for k, p in enumerate(fill) if p.name in named]
+        fill = fill[:given[-1] + 1] if given else []
+    used = set()
+    for p in fill:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             break
         if p.name in named:
             positional.append(named[p.name])
+            used.add(p.name)
         elif p.default is not p.empty:
             positional.append(p.default)
         else:
             raise TypeError(f"args: the model's forward needs '{p.name}', which args does not give")
+    # Keyword-only parameters and names taken by **kwargs are passed by keyword (CallArgs).
+    order = {p.name: k for k, p in enumerate(params)}
+    keywords = sorted((n for n in named if n not in used and n in order
+                       and params[order[n]].kind in (params[order[n]].KEYWORD_ONLY,)), key=order.get)
+    keywords += [n for n in named if n not in order]
+    if keywords:
+        call = CallArgs(positional + [named[n] for n in keywords])
+        call.keywords = tuple(keywords)
+        _check_arity(model, call)
+        return call
     _check_arity(model, tuple(positional))
     return tuple(positional)
+
+
+class CallArgs(tuple):
+    """Normalised args whose last ``len(keywords)`` entries are passed by keyword."""
+
+    keywords: tuple = ()
+
+    def split(self) -> tuple[tuple, dict]:
+        n = len(self) - len(self.keywords)
+        return tuple(self[:n]), dict(zip(self.keywords, self[n:]))
+
+
+def call_model(model, args: tuple):
+    """Call ``model`` with normalised args (keyword entries of ``CallArgs`` by keyword)."""
+    if isinstance(args, CallArgs):
+        positional, keywords = args.split()
+        return model(*positional, **keywords)
+    return model(*args)
+
+
+class _KeywordCall(torch.nn.Module):
+    """Traces ``model`` called with keyword arguments: tracing passes inputs positionally only."""
+
+    def __init__(self, model, args: CallArgs):
+        super().__init__()
+        positional, keywords = args.split()
+        self.model, self.n_positional = model, len(positional)
+        # Python values (flags like use_cache=False) stay constants of the trace, as positional ones do.
+        self.constants = {k: v for k, v in keywords.items() if not _has_tensor(v)}
+        self.keywords = tuple(k for k in keywords if k not in self.constants)
+        self.args = positional + tuple(keywords[k] for k in self.keywords)
+
+    def forward(self, *args):
+        n = self.n_positional
+        return self.model(*args[:n], **dict(zip(self.keywords, args[n:])), **self.constants)
+
+
+def _has_tensor(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_tensor(v) for v in value.values())
+    return False
 
 
 def _check_arity(model, args: tuple) -> None:
@@ -170,7 +235,11 @@ def _check_arity(model, args: tuple) -> None:
     except (TypeError, ValueError):
         return
     try:
-        signature.bind(*args)
+        if isinstance(args, CallArgs):
+            positional, keywords = args.split()
+            signature.bind(*positional, **keywords)
+        else:
+            signature.bind(*args)
     except TypeError as error:
         raise TypeError(
             f"args do not fit the model's forward{signature}: {error} (args give {len(args)} positional "
@@ -231,8 +300,12 @@ def _all_nodes(block) -> list:
 def _capture_trace(model, args: tuple) -> Captured:
     prev_cache = torch.is_autocast_cache_enabled()
     torch.set_autocast_cache_enabled(False)  # the cache would turn weights into constants
+    traced = model
+    if isinstance(args, CallArgs):
+        traced = _KeywordCall(model, args)
+        args = traced.args
     try:
-        graph, _ = torch.jit._get_trace_graph(model, args, strict=False, _force_outplace=False)
+        graph, _ = torch.jit._get_trace_graph(traced, args, strict=False, _force_outplace=False)
     finally:
         torch.set_autocast_cache_enabled(prev_cache)
     state = torch.jit._unique_state_dict(model, keep_vars=True) if isinstance(model, torch.nn.Module) else {}

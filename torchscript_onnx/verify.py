@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import torch
 
-from .capture import normalize_args
+from .capture import call_model, normalize_args
 from .errors import CheckerError
 
 
@@ -99,7 +99,7 @@ def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kw
     """``input_indices``: which flattened inputs the model kept (``Exported.input_indices``)."""
     args = normalize_args(model, args, kwargs)
     with torch.no_grad():
-        expected = flatten_outputs(model(*args))
+        expected = flatten_outputs(call_model(model, args))
     inputs = flatten_inputs(args)
     if input_indices is not None:
         inputs = [inputs[k] for k in input_indices]
