@@ -302,6 +302,8 @@ CASES = [
            dtypes=(F32, I64), min_opset=11),
     Case9("unique_legacy", lambda x: torch._unique(x, return_inverse=True), lambda: (torch.randint(0, 4, (2, 5)),),
           min_opset=11),
+    Case9("unique_unsorted", lambda x: torch.unique(x, sorted=False, return_counts=True),
+          lambda: (torch.tensor([3, 1, 2, 3, 1, 5]),), min_opset=11),
     Case9("unique_plain", lambda x: torch.unique(x), lambda: (torch.randint(0, 4, (10,)),), min_opset=11),
     Case9("unique_dim", lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
          lambda: (torch.tensor([[1, 2], [0, 1], [1, 2]]),), min_opset=11),
