@@ -4,7 +4,7 @@ One table, run against eager PyTorch through onnxruntime. Most cases export with
 and sequence and run again at another size. ONNX RNN/LSTM/GRU exist from opset 7; packed
 sequences need integer comparisons (opset 9) and build their ranges with Range from opset 11;
 the ``layout`` attribute of opset 14 is not used (onnxruntime runs only layout 0), but 14 is
-checked anyway.
+checked anyway. LSTMs with proj_size become Scans (opset 9).
 """
 
 import io
@@ -174,8 +174,9 @@ def cell_case(name: str, cell: nn.Module, states: int, needs=()) -> Case:
 
     names = ["x", "h", "c"][:1 + states]
     options = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
-    return _needs(Case(name, Cell(cell), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS, export_options=options,
-                       other_inputs=other), *needs)
+    case = Case(name, Cell(cell), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS, export_options=options,
+                other_inputs=other)
+    return _needs(case, *needs)
 
 
 @torch.jit.script
