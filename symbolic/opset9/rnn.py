@@ -364,12 +364,12 @@ def _pad_packed_sequence(g, data, batch_sizes, batch_first, padding_value, total
     """_pad_packed_sequence(Tensor data, Tensor batch_sizes, bool batch_first, Scalar padding_value,
     int total_length) -> (Tensor, Tensor)"""
     lengths = lengths_from_batch_sizes(g, batch_sizes, onnx_ops.size(g, data, 1), torch.int64)
-    if padding_value != 0.0:
-        # ONNX RNN ops write zeros past each sequence's end; torch writes padding_value.
-        steps = int_range(g, onnx_ops.size(g, data, 0))
-        alive = g.op("Less", onnx_ops.unsqueeze(g, steps, [1]), onnx_ops.unsqueeze(g, lengths, [0]))
-        alive = onnx_ops.unsqueeze(g, alive, list(range(2, data.rank)))
-        data = g.op("Where", alive, data, g.constant(padding_value, data.dtype))
+    # Steps past each sequence's end hold padding_value in torch. The padded data kept here holds
+    # whatever came in (onnxruntime's RNN ops happen to write zeros there, the spec does not say).
+    steps = int_range(g, onnx_ops.size(g, data, 0))
+    alive = g.op("Less", onnx_ops.unsqueeze(g, steps, [1]), onnx_ops.unsqueeze(g, lengths, [0]))
+    alive = onnx_ops.unsqueeze(g, alive, list(range(2, data.rank)))
+    data = g.op("Where", alive, data, g.constant(padding_value, data.dtype))
     if not _is_steps_of(total_length, batch_sizes, data):
         data = _pad_steps(g, data, total_length, padding_value)
     if batch_first:

@@ -343,3 +343,16 @@ def test_rnn_weights_as_graph_inputs():
     actual = run_onnxruntime(buffer.getvalue(), feeds)
     torch.testing.assert_close(torch.from_numpy(actual[0]), expected[0], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(torch.from_numpy(actual[1]), expected[1][0], rtol=1e-4, atol=1e-5)
+
+
+def test_pack_then_pad_without_rnn():
+    """Steps past each length read padding_value even when no RNN wrote them."""
+
+    def roundtrip(x, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True)
+        return pad_packed_sequence(packed, batch_first=True, padding_value=0.0)
+
+    for opset in (9, 17):
+        run_case(Case("pack_pad", roundtrip, lambda: (torch.randn(3, 5, 2), torch.tensor([5, 2, 1])), min_opset=9,
+                      export_options=_dynamic("GRU", True, packed=True, states=False),
+                      other_inputs=lambda: [(torch.randn(2, 4, 2), torch.tensor([3, 1]))]), opset)
