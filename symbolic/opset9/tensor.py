@@ -153,17 +153,27 @@ def squeeze(g, self, dim=None):
         return onnx_ops.squeeze(g, self)
     axes = sh.const(dim)
     axes = axes if isinstance(axes, list) else [axes]
-    rank = len(dims) if dims is not None else None
-    keep = []
-    for axis in axes:
-        axis = axis % rank if rank else axis
-        size = dims[axis] if dims is not None else None
-        if size == 1:
-            keep.append(axis)
-        elif size is None or isinstance(size, str):
-            sh.value_error(f"squeeze: dim {axis} has a size known only at runtime; torch squeezes it only "
-                           "when it is 1, which ONNX cannot decide", self)
-    return onnx_ops.squeeze(g, self, keep) if keep else self
+    rank = _require_rank("squeeze", self)
+    axes = sorted({axis % rank if rank else axis for axis in axes})
+    ones = [axis for axis in axes if dims[axis] == 1]
+    unknown = [axis for axis in axes if not isinstance(dims[axis], int)]
+    if unknown:
+        # torch squeezes a dim only when it is 1; ONNX Squeeze needs to know. Do what the trace
+        # did: the traced output rank says whether the dynamic dims were 1 then.
+        removed = rank - _traced_rank(g, rank - len(ones))
+        if removed == len(ones) + len(unknown):
+            ones = sorted(ones + unknown)
+        elif removed != len(ones):
+            sh.value_error(f"squeeze: dims {unknown} have sizes known only at runtime and the trace does not "
+                           "say whether they were squeezed", self)
+    return onnx_ops.squeeze(g, self, ones) if ones else self
+
+
+def _traced_rank(g, default: int) -> int:
+    node = g.original_node
+    jit_type = node.output().type() if node is not None else None
+    rank = jit_type.dim() if isinstance(jit_type, torch._C.TensorType) else None
+    return default if rank is None else rank
 
 
 @_onnx_symbolic("aten::cat")
