@@ -234,3 +234,31 @@ def test_constant_chunk_and_split(kind, attr, fn, opset, monkeypatch):
 
     monkeypatch.setattr(capture_mod, "capture", _constant_pieces(kind, attr))
     run_case(Case(kind, lambda x: [p * 2 for p in fn(x)], _x(2, 5)), opset)
+
+
+def _op_types(fn, inputs, opset=17, **options):
+    import io
+
+    import onnx
+
+    from torchscript_onnx import export
+
+    buffer = io.BytesIO()
+    export(Case("m", fn, None).module(), inputs, buffer, opset_version=opset, **options)
+    return [n.op_type for n in onnx.load_from_string(buffer.getvalue()).graph.node]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.view(x.size(0), -1),
+    lambda x: x.flatten(1),
+    lambda x: x[:, :1].expand(x.size(0), 6, 4),
+    lambda x: x.narrow(2, 1, 2),
+    lambda x: x.unflatten(1, (3, 1)),
+    lambda x: x.repeat_interleave(2, dim=1),
+])
+def test_static_shapes_fold(fn):
+    assert "Shape" not in _op_types(fn, (torch.randn(2, 3, 4),))
+
+
+def test_dynamic_sizes_stay_runtime():
+    assert "Shape" in _op_types(lambda x: x.view(x.size(0), -1), (torch.randn(2, 3, 4),), **DYN)
