@@ -9,3 +9,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(17)
+from .opset17.transformer import *  # noqa: F401,F403
