@@ -268,3 +268,20 @@ def narrow(g, self, dim, start, length):
 def prim_constant_split(g, self, split_size_i=None, dim_i=None):
     """prim::ConstantSplit[split_size=s, dim=d](Tensor self) -> Tensor..."""
     return tuple(_split_by_size(g, self, split_size_i, dim_i))
+
+
+@_onnx_symbolic("aten::diff")
+@sh.parse_args("v", "i", "i", "v", "v")
+def diff(g, self, n=1, dim=-1, prepend=None, append=None):
+    """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
+    rank = _require_rank("aten::diff", self)
+    axis = dim + rank if dim < 0 else dim
+    parts = [p for p in (prepend, self, append) if not sh.is_none(p)]
+    x = g.op("Concat", *parts, axis_i=axis) if len(parts) > 1 else self
+    big = 2 ** 62
+    for _ in range(n):
+        later = onnx_ops.slice(g, x, [axis], [1], [big])
+        earlier = onnx_ops.slice(g, x, [axis], [0], [-1])
+        # torch takes the difference of bools as their exclusive or
+        x = g.op("Xor", later, earlier) if x.dtype == torch.bool else g.op("Sub", later, earlier)
+    return x
