@@ -157,6 +157,8 @@ class _Rewriter:
         kind = template.kind()
         args = list(template.inputs())[1:]
         emit = _Emitter(self.graph, anchor)
+        if kind == "aten::slice" and _is_full_slice(args):
+            return new  # x[:, i] = v traces a write into x[:], which is x itself
         if kind == "aten::slice":
             out = emit("aten::slice_scatter", [parent, new] + args)
         elif kind == "aten::narrow":
@@ -204,6 +206,13 @@ class _Emitter:
         if out_type is not None:
             node.output().setType(out_type)
         return node.output()
+
+
+def _is_full_slice(args) -> bool:
+    if any(v.node().kind() != "prim::Constant" for v in args[1:4]):
+        return False
+    start, end, step = (v.toIValue() for v in args[1:4])
+    return start in (None, 0) and step in (None, 1) and (end is None or end >= 9223372036854775807)
 
 
 def _used_after(value, anchor) -> bool:
