@@ -561,9 +561,12 @@ def slice_scatter(g, self, src, dim=None, start=None, end=None, step=None):
     dim = axis_of(_int_const(dim, 0), rank)
     begin, stop, step = _int_const(start, 0), _int_const(end, INT64_MAX), _int_const(step, 1)
     src = as_operand(g, src, self.dtype)
-    if not all(isinstance(v, int) for v in (begin, stop, step)):
-        sh.value_error("slice_scatter: the bounds must be known at export time", self)
-    if sh.is_static(self, dim):
+    if not isinstance(step, int) or (step != 1 and not (isinstance(begin, int) and isinstance(stop, int))):
+        sh.value_error("slice_scatter: a step, and the bounds of a stepped slice, must be known at export time")
+    if not (isinstance(begin, int) and isinstance(stop, int)):  # runtime bounds: Slice takes them from 10
+        begin = begin if isinstance(begin, int) else _as_index(g, start)
+        stop = stop if isinstance(stop, int) else _as_index(g, end)
+    elif sh.is_static(self, dim):
         size = sh.sizes(self)[dim]
         begin, stop, _ = builtins.slice(begin, stop, step).indices(size)
         stop = max(stop, begin)

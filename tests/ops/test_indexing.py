@@ -142,6 +142,12 @@ def _set_batch(x):
     return x
 
 
+def _set_runtime_bounds(x):
+    x = x.clone()
+    x[:, :, x.size(0) - 3:] = 0  # 1: at batch 4, 3: at batch 6
+    return x
+
+
 def _set_tensor_index_slice(x, i):
     x = x.clone()
     x[:, i] = 0
@@ -356,6 +362,7 @@ CASES = [
             extra=lambda: (torch.tensor([3, 1]), torch.tensor([0, 2]), torch.randn(2))),
     dynamic("index_add_repeat", lambda x, i: x.index_add(1, i, torch.ones_like(x[:, :2])), extra=_idx(2, 2),
             opsets=(16,)),
+    dynamic("set_runtime_bounds", _set_runtime_bounds, min_opset=10),
     dynamic("set_batch", _set_batch, min_opset=8),
     Case9("set_select_dynamic", _set_negative_select, _x(3, 4), export_options=DYN, min_opset=8,
          other_inputs=lambda: [(torch.randn(5, 4),)], opsets=(11,)),
