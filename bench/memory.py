@@ -1,6 +1,6 @@
 """Peak memory of one export above what the built model already holds, in a fresh process.
 
-    python -m bench.memory --model NAME --exporter ours|legacy|dynamo [--opset N] [--no-warmup]
+    python -m bench.memory --model NAME --exporter ours|legacy|dynamo [--opset N] [--threads T] [--no-warmup]
 
 prints one line ``BENCH_MEMORY {json}``. Steps: import everything, export a tiny model once with
 the same exporter (so lazily imported modules and code pages are not charged to the model), build
@@ -90,9 +90,11 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
     }
 
 
-def measure(name: str, exporter: str, opset: int, *, warmup: bool = True, timeout: float = 1800) -> dict:
+def measure(name: str, exporter: str, opset: int, *, threads: int = 0, warmup: bool = True,
+            timeout: float = 1800) -> dict:
     """Run ``measure_here`` in a fresh interpreter and return its record (``error`` set on failure)."""
-    cmd = [sys.executable, "-m", "bench.memory", "--model", name, "--exporter", exporter, "--opset", str(opset)]
+    cmd = [sys.executable, "-m", "bench.memory", "--model", name, "--exporter", exporter, "--opset", str(opset),
+           "--threads", str(threads)]
     if not warmup:
         cmd.append("--no-warmup")
     env = dict(os.environ)
@@ -115,8 +117,13 @@ def main(argv=None) -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--exporter", required=True, choices=sorted(exporters.EXPORTERS))
     parser.add_argument("--opset", type=int, default=torchscript_onnx.DEFAULT_OPSET)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--no-warmup", action="store_true")
     ns = parser.parse_args(argv)
+    if ns.threads > 0:
+        import torch
+
+        torch.set_num_threads(ns.threads)
     record = measure_here(ns.model, ns.exporter, ns.opset, warmup=not ns.no_warmup)
     print(MARKER + json.dumps(record), flush=True)
 

@@ -135,7 +135,7 @@ def ort_latency(paths: dict, args, runs: int) -> dict:
     return out
 
 
-def bench_model(name, *, repeat, opset, dynamo, ort_runs, memory_timeout) -> dict:
+def bench_model(name, *, repeat, opset, dynamo, ort_runs, memory_timeout, threads=0) -> dict:
     record = {"model": name}
     try:
         model, args = models.build(name)
@@ -154,7 +154,8 @@ def bench_model(name, *, repeat, opset, dynamo, ort_runs, memory_timeout) -> dic
         record["ort"] = ort_latency({n: timing[n]["path"] for n in ok}, args, ort_runs) if ok else {}
     del model, args
     gc.collect()
-    record["memory"] = {n: memory.measure(name, n, opset, timeout=memory_timeout) for n in ("ours", "legacy")}
+    record["memory"] = {n: memory.measure(name, n, opset, threads=threads, timeout=memory_timeout)
+                        for n in ("ours", "legacy")}
     return record
 
 
@@ -241,7 +242,7 @@ def markdown(records, meta) -> str:
         "",
         f"`{meta['command']}`  ",
         f"opset {meta['opset']}, export time median of {meta['repeat']} after 1 warm-up, onnxruntime median of "
-        f"{meta['ort_runs']} (1 thread); torch {meta['torch']}, onnxruntime {meta['onnxruntime']}, "
+        f"{meta['ort_runs']} (1 thread); torch threads {meta['threads'] or 'default'}; torch {meta['torch']}, onnxruntime {meta['onnxruntime']}, "
         f"onnxscript {meta['onnxscript']}, {meta['cpus']} CPUs. Ratios < 1 mean ours is faster/smaller.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
@@ -297,6 +298,8 @@ def parse_args(argv=None):
     parser.add_argument("--no-dynamo", action="store_true", help="skip torch.onnx.export(dynamo=True)")
     parser.add_argument("--opset", type=int, default=torchscript_onnx.DEFAULT_OPSET)
     parser.add_argument("--ort-runs", type=int, default=20, help="onnxruntime runs per file (default 20)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads for the exports (default 1; 0: torch's default)")
     parser.add_argument("--memory-timeout", type=float, default=1800, help="seconds per memory subprocess")
     parser.add_argument("--out-dir", default=RESULTS_DIR, help="where latest.md and latest.json go")
     parser.add_argument("--list", action="store_true", help="list the model names and exit")
@@ -305,6 +308,8 @@ def parse_args(argv=None):
         parser.error("--repeat must be >= 1")
     if ns.ort_runs < 1:
         parser.error("--ort-runs must be >= 1")
+    if ns.threads < 0:
+        parser.error("--threads must be >= 0")
     return ns
 
 
@@ -320,13 +325,19 @@ def main(argv=None) -> dict:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if ns.threads > 0:
+        # Tracing runs the model; on a shared machine torch's OpenMP threads busy-wait for each other
+        # and make that part several times slower than one thread does, which drowns the comparison.
+        import torch
+
+        torch.set_num_threads(ns.threads)
     dynamo = not ns.no_dynamo
     missing = exporters.dynamo_missing() if dynamo else None
     argv_text = " ".join(sys.argv[1:] if argv is None else argv)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "command": f"python -m bench.run {argv_text}".strip(),
-        "opset": ns.opset, "repeat": ns.repeat, "ort_runs": ns.ort_runs, "dynamo": dynamo,
+        "opset": ns.opset, "repeat": ns.repeat, "ort_runs": ns.ort_runs, "dynamo": dynamo, "threads": ns.threads,
         "cpus": os.cpu_count(), "platform": platform.platform(), **_versions(),
     }
     os.makedirs(ns.out_dir, exist_ok=True)
@@ -335,7 +346,7 @@ def main(argv=None) -> dict:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         rec = bench_model(name, repeat=ns.repeat, opset=ns.opset, dynamo=dynamo and missing is None,
-                          ort_runs=ns.ort_runs, memory_timeout=ns.memory_timeout)
+                          ort_runs=ns.ort_runs, memory_timeout=ns.memory_timeout, threads=ns.threads)
         if dynamo and missing:
             rec.setdefault("export", {})["dynamo"] = {"times": [], "median": None, "error": missing}
         rec["seconds"] = time.perf_counter() - start
