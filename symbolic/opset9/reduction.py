@@ -87,6 +87,12 @@ def float_input(g, x: Value) -> Value:
     return x
 
 
+def is_nan(g, x: Value) -> Value:
+    if g.opset < 9:
+        sh.value_error("NaN tests need IsNaN: opset 9 or higher (pass opset_version=9)", x)
+    return g.op("IsNaN", x)
+
+
 def reduced_count(g, x: Value, axes: list[int] | None, dtype: torch.dtype, kept: Value) -> Value:
     """How many elements each reduction over ``axes`` sees, as a scalar of ``dtype``;
     ``kept`` is a reduction of ``x`` over ``axes`` with keepdims."""
@@ -141,7 +147,7 @@ def prod(g, self, dim=None, keepdim=None, dtype=None):
 def nansum(g, self, dim=None, keepdim=False, dtype=None):
     """nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     if dtypes.is_floating(self.dtype):
-        self = g.op("Where", g.op("IsNaN", self), g.constant(0, self.dtype), self)
+        self = g.op("Where", is_nan(g, self), g.constant(0, self.dtype), self)
     return sum(g, self, dim, keepdim, dtype)
 
 
@@ -150,7 +156,7 @@ def nanmean(g, self, dim=None, keepdim=False, dtype=None):
     """nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
     axes = axes_of(dim, self.rank)
-    nan = g.op("IsNaN", self)
+    nan = is_nan(g, self)
     total = reduce(g, "ReduceSum", g.op("Where", nan, g.constant(0, self.dtype), self), axes, keep)
     count = reduce(g, "ReduceSum", onnx_ops.cast(g, g.op("Not", nan), self.dtype), axes, keep)
     return g.op("Div", total, count)
@@ -247,8 +253,8 @@ def _nan_ignoring(g, op_type: str, self, other) -> Value:
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
     # fmax/fmin return the other operand where one is NaN; Max/Min propagate NaN.
     out = g.op(op_type, a, b)
-    out = g.op("Where", g.op("IsNaN", a), b, out)
-    return g.op("Where", g.op("IsNaN", b), a, out)
+    out = g.op("Where", is_nan(g, a), b, out)
+    return g.op("Where", is_nan(g, b), a, out)
 
 
 @_onnx_symbolic("aten::fmax")
@@ -537,6 +543,8 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
     if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
         masked = g.op("Mul", spread, onnx_ops.cast(g, mask, x.dtype))
     else:
+        if g.opset < 9:
+            sh.value_error(f"{name} needs Where: opset 9 or higher (pass opset_version=9)", x)
         masked = g.op("Where", mask, spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
 
