@@ -547,6 +547,27 @@ def _unique(node: Node) -> None:
         _set(node, k, torch.int64, (None,))
 
 
+def _compress(node: Node) -> None:
+    """The kept count depends on the data: that dim is unknown even when the input is static."""
+    x, axis = node.inputs[0], node.attr("axis")
+    if axis is None or x.shape is None:
+        _set(node, 0, x.dtype, (None,) if axis is None else None)
+        return
+    axis = _normalize_axis(axis, len(x.shape))
+    _set(node, 0, x.dtype, tuple(None if i == axis else d for i, d in enumerate(x.shape)))
+
+
+def _one_hot(node: Node) -> None:
+    indices, depth, values = node.inputs
+    if indices.shape is None:
+        _set(node, 0, values.dtype, None)
+        return
+    dims = list(indices.shape)
+    count = _const_ints(depth)
+    dims.insert(_normalize_axis(node.attr("axis", -1), len(dims) + 1), count[0] if count else None)
+    _set(node, 0, values.dtype, dims)
+
+
 def _pad(node: Node) -> None:
     x = node.inputs[0]
     pads = node.attr("pads")
@@ -630,6 +651,8 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "LSTM": _recurrent,
     "NonZero": _non_zero,
     "Unique": _unique,
+    "Compress": _compress,
+    "OneHot": _one_hot,
     "Scatter": _same_as_input,
     "ScatterElements": _same_as_input,
     "ScatterND": _same_as_input,

@@ -211,6 +211,13 @@ CASES = [
     Case9("index_mask_lead", lambda x, m: x[m], lambda: (torch.randn(2, 3, 4), torch.rand(2, 3) > 0.3)),
     Case9("index_mask_and_index", lambda x, m, i: x[m, i],
          lambda: (torch.randn(4, 3), torch.tensor([True, False, True, True]), torch.tensor([0, 2, 1]))),
+    # data-dependent sizes stay runtime values even when the input shapes are static
+    Case9("mask_then_size", lambda x: x[x > 0].reshape(x[x > 0].size(0), 1), _x(3, 4),
+          other_inputs=lambda: [(torch.randn(3, 4),), (torch.randn(3, 4),)]),
+    Case9("nonzero_then_size", lambda x: torch.zeros(torch.nonzero(x > 0).size(0)) + 1, _x(3, 4),
+          other_inputs=lambda: [(torch.randn(3, 4),)]),
+    Case9("masked_select_then_size", lambda x: x.masked_select(x > 0).view(1, x.masked_select(x > 0).size(0)),
+          _x(3, 4), other_inputs=lambda: [(torch.randn(3, 4),)]),
     Case9("index_uint8_mask", lambda x: x[(x > 0).to(torch.uint8).bool()], _x(3, 4)),
     dynamic("index", lambda x, i: x[i], extra=_idx(1, 0, 2), opsets=(11,)),
     dynamic("index_mask", lambda x: x[x > 0]),
