@@ -57,3 +57,31 @@ def test_resnet18_like_legacy(caplog):
     assert len(ours.graph.initializer) == len(legacy.graph.initializer)
     assert "FoldConvBatchNorm: 69 -> 49 nodes" in caplog.text
     verify(model, args, opset_version=17, rtol=1e-3, atol=1e-4)
+
+
+class Twice(torch.nn.Module):
+    """The same expression twice, and two layers holding equal (copied) weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        self.b.load_state_dict(self.a.state_dict())
+
+    def forward(self, x):
+        return torch.relu(x * 2) + torch.relu(x * 2) + self.a(x) - self.b(x)
+
+
+@pytest.mark.parametrize("opset", [9, 13, 26])
+def test_cse_and_dedup_end_to_end(opset):
+    from torchscript_onnx import TrainingMode
+
+    model, args = Twice().eval(), (torch.randn(3, 8),)
+    verify(model, args, opset_version=opset)
+    proto = onnx.load_from_string(_bytes(model, args, opset_version=opset))
+    ops = Counter(n.op_type for n in proto.graph.node)
+    assert ops["Relu"] == 1 and ops["Mul"] == 1
+    assert sorted(i.name for i in proto.graph.initializer if i.name.startswith(("a.", "b."))) == ["a.bias", "a.weight"]
+    # Training keeps both layers' parameters: equal values, but two parameters.
+    proto = onnx.load_from_string(_bytes(model.train(), args, opset_version=opset, training=TrainingMode.TRAINING))
+    names = {i.name for i in proto.graph.initializer}
+    assert {"a.weight", "a.bias", "b.weight", "b.bias"} <= names
