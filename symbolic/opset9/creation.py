@@ -222,6 +222,10 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
         sh.value_error("arange with bounds known only at runtime needs opset 9 or higher (pass opset_version=9)",
                        start)
     # No Range before opset 11: NonZero over ceil((end - start) / step) ones numbers 0..n-1.
+    if integral and bounds[0] == 0 and bounds[2] == 1:  # arange(n), n usually a size: n >= 0
+        count = _scalar(g, end, torch.int64)
+        ones_ = g.op("ConstantOfShape", onnx_ops.unsqueeze(g, count, [0]), value_t=torch.tensor([1]))
+        return onnx_ops.cast(g, onnx_ops.squeeze(g, g.op("NonZero", ones_), [0]), dtype)
     first, last, delta = (_scalar(g, v, torch.float64) for v in (start, end, step))
     count = g.op("Ceil", g.op("Div", g.op("Sub", last, first), delta))
     count = onnx_ops.cast(g, g.op("Max", count, g.constant(0.0, torch.float64)), torch.int64)
