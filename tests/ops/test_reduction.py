@@ -48,6 +48,12 @@ def distinct(*shape):
     return lambda: (torch.randperm(math.prod(shape)).reshape(shape).float() / 7 - 1,)
 
 
+@torch.jit.script
+def _scripted_overloads(x):
+    # overloads a trace never records: std(self, bool unbiased), var.dim with unbiased, sum(dtype)
+    return torch.std(x, False), torch.var(x, [1], True, True), torch.sum(x, dtype=torch.float64)
+
+
 DYN = {"input_names": ["x"], "dynamic_axes": {"x": {0: "n"}}}
 
 # Reduce* moved axes to an input: ReduceSum at 13, the others at 18.
@@ -132,6 +138,7 @@ CASES = [
          opsets=REDUCE_OPSETS),
     # std / var
     Case("std", lambda x: x.std(), f32(3, 4), opsets=SUM_OPSETS + REDUCE_OPSETS),
+    Case("scripted_overloads", lambda x: _scripted_overloads(x), f32(3, 4), opsets=SUM_OPSETS + REDUCE_OPSETS),
     Case("var_double", lambda x: x.var(1, keepdim=True), f64(3, 4), opsets=SUM_OPSETS + REDUCE_OPSETS),
     Case("std_dim_biased", lambda x: x.std(1, unbiased=False), f32(3, 4), opsets=REDUCE_OPSETS),
     Case("std_correction", lambda x: torch.std(x, (0, 2), correction=2, keepdim=True), f32(3, 4, 5),
