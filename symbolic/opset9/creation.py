@@ -532,7 +532,8 @@ def bernoulli(g, self, p=None, generator=None):
 def normal(g, *args):
     """normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor;
     normal.float_Tensor(float mean, Tensor std, ...); normal.Tensor_Tensor(Tensor mean, Tensor std, ...);
-    normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, ...)"""
+    normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None,
+    ScalarType? dtype=None, ...)"""
     mean, std = args[0], args[1]
     if len(args) >= 7:
         size, dtype = args[2], args[4]

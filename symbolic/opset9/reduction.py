@@ -216,7 +216,8 @@ def elementwise_extreme(g, op_type: str, self, other) -> Value:
         return g.op("Or" if op_type == "Max" else "And", a, b)
     if dtypes.is_floating(dtype):
         if g.opset < 8 and a.shape != b.shape:  # Max-6/Min-6 do not broadcast: broadcast by adding 0
-            a, b = g.op("Add", a, g.op("Mul", b, g.constant(0, dtype))), g.op("Add", b, g.op("Mul", a, g.constant(0, dtype)))
+            zero = g.constant(0, dtype)
+            a, b = g.op("Add", a, g.op("Mul", b, zero)), g.op("Add", b, g.op("Mul", a, zero))
         return g.op(op_type, a, b)
     if g.opset >= 12:
         return g.op(op_type, a, b)
