@@ -135,11 +135,13 @@ def causal_mask(g, query: Value, key: Value) -> Value:
 
 def _masked_to_bias(g, allowed: Value, dtype) -> Value:
     """A bool mask (True = attend) as an additive bias: 0 where allowed, -inf elsewhere."""
+    require_opset(g, 9, "attention with a boolean or causal mask (it uses ONNX Where)")
     return g.op("Where", allowed, g.constant(0.0, dtype), g.constant(float("-inf"), dtype))
 
 
 def _repeat_heads(g, x: Value, groups: int) -> Value:
     """(..., Hkv, S, E) -> (..., Hkv * groups, S, E), each head repeated ``groups`` times in place."""
+    require_opset(g, 8, "enable_gqa (it uses ONNX Expand)")
     rank = x.rank
     expanded = onnx_ops.unsqueeze(g, x, [rank - 2])  # (..., Hkv, 1, S, E)
     shape = onnx_ops.shape_of(g, expanded)

@@ -37,7 +37,7 @@ class Entry:
     input_names: list[str]
     output_names: list[str]
     dynamic_axes: dict
-    min_opset: int = 14  # transformers' masks use bool/float mixes and Trilu; 14 is the usual floor
+    min_opset: int = 9  # the lowest opset the model exports at (runtime Slice 10, CumSum 11, Trilu 14)
 
     def model(self) -> nn.Module:
         torch.manual_seed(0)
@@ -191,9 +191,15 @@ def _padding(batch, seq):
     return mask
 
 
+# Lowest opsets: Slice with runtime bounds (10, position ids), CumSum along a runtime dim (11, RoBERTa
+# positions and packed-sequence detection), Range for a runtime causal mask (11), Trilu (14, nn.Transformer's mask).
+MIN_OPSETS = {"bert": 10, "distilbert": 10, "roberta": 11, "gpt2": 11, "llama": 11, "llama_padded": 9, "t5": 9,
+              "vit": 9, "whisper_encoder": 9, "clip_text": 10, "nn_transformer_encoder": 14,
+              "nn_transformer_decoder": 11}
+
 TEXT_OUT = {"last_hidden_state": {0: "batch", 1: "sequence"}}
 
-ZOO: dict[str, Entry] = {e.name: e for e in [
+_ENTRIES = [
     Entry("bert", _bert,
           lambda b, s: (_tokens(b, s), {"attention_mask": _mask(b, s), "token_type_ids": torch.zeros(b, s, dtype=torch.long)}),
           ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"],
@@ -243,4 +249,7 @@ ZOO: dict[str, Entry] = {e.name: e for e in [
           ["tokens", "memory"], ["hidden"],
           {"tokens": {0: "batch", 1: "sequence"}, "memory": {0: "memory", 1: "batch"},
            "hidden": {0: "sequence", 1: "batch"}}),
-]}
+]
+for _entry in _ENTRIES:
+    _entry.min_opset = MIN_OPSETS[_entry.name]
+ZOO: dict[str, Entry] = {e.name: e for e in _ENTRIES}
