@@ -14,3 +14,7 @@ __all__ = [
     "export_to_pretty_string", "is_in_onnx_export", "register_custom_op_symbolic",
     "select_model_mode_for_export", "supported_ops", "unregister_custom_op_symbolic",
 ]
+
+from .audit import AuditReport, audit, unconvertible_ops  # noqa: E402
+
+__all__ += ["AuditReport", "audit", "unconvertible_ops"]
