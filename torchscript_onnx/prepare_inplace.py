@@ -47,6 +47,24 @@ DISJOINT_PIECES = {"aten::split", "aten::split_with_sizes", "aten::chunk", "aten
                    "aten::unsafe_split", "aten::unsafe_chunk", "prim::ConstantChunk"}
 
 
+# These return a view when the strides allow it and a copy otherwise (writes into a copy stay there).
+_COPY_WHEN_STRIDED = {"aten::reshape", "aten::flatten", "aten::reshape_as", "aten::unflatten"}
+
+
+def _reshape_is_view(node: torch._C.Node) -> bool:
+    """Whether a reshape gave a view, from the sizes and strides the trace recorded (unknown: yes)."""
+    source, result = node.inputsAt(0).type(), node.output().type()
+    sizes, strides = source.sizes(), source.strides()
+    target = result.sizes() if isinstance(result, torch._C.TensorType) else None
+    if sizes is None or strides is None or target is None:
+        return True
+    try:
+        torch.empty_strided(sizes, strides, device="meta").view(target)
+    except RuntimeError:
+        return False
+    return True
+
+
 def is_inplace(node: torch._C.Node) -> bool:
     kind = node.kind()
     return (kind.startswith("aten::") and kind.endswith("_") and not kind.endswith("__")
@@ -78,7 +96,8 @@ class _Rewriter:
     def run(self) -> bool:
         for node in list(self.graph.nodes()):
             kind = node.kind()
-            if kind in VIEW_OPS and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
+            if kind in VIEW_OPS and isinstance(node.inputsAt(0).type(), torch._C.TensorType) \
+                    and (kind not in _COPY_WHEN_STRIDED or _reshape_is_view(node)):
                 self.add_view(node.output(), node, node.inputsAt(0))
             elif kind in UNINVERTIBLE_VIEWS:
                 for out in node.outputs():

@@ -167,6 +167,15 @@ def _set_adjacent(x, i, j, v):
     return x
 
 
+def _set_reshaped_copy(x):
+    x = x.clone()
+    y = x.t().reshape(-1)  # a copy: the write must not reach x
+    y[0] = 100
+    z = x.reshape(-1)  # a view: the write reaches x
+    z[1] = 50
+    return x, y
+
+
 def _inplace_on_input(x):
     x[0] = 1
     return x * 2
@@ -362,6 +371,7 @@ CASES = [
     Case9("set_unsqueezed", _set_unsqueezed, _x(3, 4), min_opset=8),
     Case9("set_through_old_view", _set_twice_through_old_view, _x(4, 3), min_opset=8),
     Case9("set_negative_select", _set_negative_select, _x(3, 4), min_opset=8),
+    Case9("set_reshaped_copy", _set_reshaped_copy, _x(3, 4), min_opset=7),
     Case9("set_input", _inplace_on_input, _x(3, 4), min_opset=8),
     Case9("set_tensor_index_slice", _set_tensor_index_slice, lambda: (torch.randn(3, 4), torch.tensor([0, 3]))),
     dynamic("set_tensor_index", _set_tensor_index_slice, extra=_idx(0, 2)),
