@@ -92,7 +92,10 @@ def select(g, self, dim, index):
 
 @_onnx_symbolic("aten::slice")
 def slice(g, self, dim=None, start=None, end=None, step=None):
-    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)"""
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a);
+    slice.t(t[] l, int? start=None, int? end=None, int step=1) -> t[]"""
+    if sh.is_packed_list(self) or (self.is_const and isinstance(self.const, (list, tuple))):
+        return _slice_list(self, dim, start, end)  # scripted code slicing a list: dim is the start
     rank = _require_rank("slice", self)
     dim = axis_of(_int_const(dim, 0), rank)
     step = _int_const(step, 1)
@@ -110,6 +113,15 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
         return onnx_ops.slice(g, self, [dim], [begin], [stop], [step])
     bounds = [b if isinstance(b, int) else _as_index(g, v) for b, v in ((begin, start), (stop, end))]
     return onnx_ops.slice(g, self, [dim], [bounds[0]], [bounds[1]], [step])
+
+
+def _slice_list(items, start, end, step):
+    bounds = [_int_const(v, None) if v is not None else None for v in (start, end, step)]
+    if any(b is sh.UNKNOWN for b in bounds):
+        sh.value_error("slicing a list needs bounds known at export time")
+    if items.is_const:
+        return Value("", const=list(items.const)[builtins.slice(*bounds)])
+    return Value("", elements=sh.unpack_list(items)[builtins.slice(*bounds)])
 
 
 # ---------------------------------------------------------------------------------------------

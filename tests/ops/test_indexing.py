@@ -439,3 +439,17 @@ def test_scripted_writes_into_views(opset):
 
     verify(torch.jit.script(_ScriptedWrites()), (torch.randn(3, 4),), opset_version=opset,
            other_inputs=[(torch.randn(5, 4),)], input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
+
+class _ScriptedListSlice(torch.nn.Module):
+    def forward(self, x):
+        rows, cols = x.shape[1:]  # aten::slice on a list of sizes
+        return x.reshape(rows * cols, -1)
+
+
+@pytest.mark.parametrize("opset", [9, 17])
+def test_scripted_list_slice(opset):
+    from torchscript_onnx.verify import verify
+
+    verify(torch.jit.script(_ScriptedListSlice()), (torch.randn(2, 3, 4),), opset_version=opset,
+           other_inputs=[(torch.randn(3, 5, 4),)], input_names=["x"], dynamic_axes={"x": {0: "b", 1: "n"}})
