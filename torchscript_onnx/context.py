@@ -83,6 +83,13 @@ class GraphContext:
         shapes.infer(node)
         return node.outputs[0] if outputs == 1 else tuple(node.outputs)
 
+    def at(self, operator: str, *inputs, overload_name: str = "", **attributes):
+        """An ATen fallback node: ``org.pytorch.aten::ATen`` naming the aten op it stands for."""
+        return self.op("org.pytorch.aten::ATen", *inputs, operator_s=operator, overload_name_s=overload_name,
+                       **attributes)
+
+    aten_op = at  # legacy spelling
+
     def constant(self, value, dtype: torch.dtype | None = None) -> Value:
         """A constant value: Python number, list or tensor, optionally cast to ``dtype``."""
         tensor = as_tensor(value, dtype)

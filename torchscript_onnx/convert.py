@@ -8,6 +8,7 @@ once: the aten op, the opset, the module scope, the source line and the inputs.
 from __future__ import annotations
 
 import os
+import functools
 import re
 
 import torch
@@ -20,7 +21,7 @@ from .capture import Captured
 from .context import GraphContext
 from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
 from .ir import Graph, Value
-from .options import ExportOptions, TrainingMode
+from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
 
@@ -138,7 +139,8 @@ class Converter:
     # -- nodes -------------------------------------------------------------------------------
 
     def check_supported(self) -> None:
-        missing = find_unsupported(self.captured.graph, self.options.opset_version)
+        missing = [op for op in find_unsupported(self.captured.graph, self.options.opset_version)
+                   if self.fallback(op.name, None) is None]
         if missing:
             raise UnsupportedOperatorError(missing, self.options.opset_version)
 
@@ -182,6 +184,19 @@ class Converter:
         graph.outputs = outputs
         return graph, outputs
 
+    def fallback(self, kind: str, fn) -> str | None:
+        """How ``operator_export_type`` exports ``kind``: "aten" (an ATen node), "as_is" (the op
+        kept in its own namespace), or None (through its conversion)."""
+        mode = self.options.operator_export_type
+        is_aten = kind.startswith("aten::")
+        if mode == OperatorExportTypes.ONNX_ATEN and is_aten:
+            return "aten"
+        if fn is None and mode == OperatorExportTypes.ONNX_ATEN_FALLBACK and is_aten:
+            return "aten"
+        if fn is None and mode == OperatorExportTypes.ONNX_FALLTHROUGH:
+            return "as_is"
+        return None
+
     def convert_node(self, node: torch._C.Node) -> None:
         ctx = self.ctx
         kind = node.kind()
@@ -190,6 +205,9 @@ class Converter:
         ctx.original_node = node
         ctx.scope = scope_path(node.scopeName())
         ctx.source = source_of(node)
+        how = self.fallback(kind, fn)
+        if how is not None:
+            fn = functools.partial(_emit_fallback, how=how)
         attrs = {} if kind.startswith("aten::") else _legacy_attributes(node)
         try:
             result = fn(ctx, *inputs, **attrs)
@@ -324,6 +342,34 @@ def _describe(value: Value) -> str:
     dtype = str(value.dtype).replace("torch.", "") if value.dtype is not None else "?"
     shape = "?" if value.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in value.shape) + "]"
     return f"{dtype}{shape}"
+
+
+def _overload_name(node: torch._C.Node) -> str:
+    try:
+        return node.schema().split("(", 1)[0].partition(".")[2]
+    except RuntimeError:  # no schema (prim ops, custom ops without one)
+        return ""
+
+
+def _emit_fallback(g, *inputs, how: str, **attrs):
+    """The node as an ATen op (``org.pytorch.aten::ATen``) or as itself in its namespace.
+
+    Tensor and number inputs stay inputs (numbers as constants); strings become attributes
+    ``arg<k>`` since ONNX tensors cannot hold them."""
+    node = g.original_node
+    namespace, name = node.kind().split("::", 1)
+    values, extra = [], {}
+    for k, value in enumerate(inputs):
+        if value.is_none:
+            values.append(None)
+        elif value.is_const and isinstance(value.const, str):
+            extra[f"arg{k}_s"] = value.const
+        else:
+            values.append(value)
+    n_outputs = node.outputsSize()
+    if how == "aten":
+        return g.at(name, *values, overload_name=_overload_name(node), outputs=n_outputs, **extra, **attrs)
+    return g.op(f"{namespace}::{name}", *values, outputs=n_outputs, **extra, **attrs)
 
 
 def _legacy_attributes(node: torch._C.Node) -> dict:

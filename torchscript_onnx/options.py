@@ -214,11 +214,6 @@ def validate_options(
     autograd_inlining = _check_bool(autograd_inlining, "autograd_inlining")
     # None is the default of torch's public export signature and means False there.
     verbose = False if verbose is None else _check_bool(verbose, "verbose")
-    if operator_export_type is not OperatorExportTypes.ONNX:
-        raise NotImplementedError(
-            f"operator_export_type=OperatorExportTypes.{operator_export_type.name} is not implemented yet; "
-            "use OperatorExportTypes.ONNX (the default)"
-        )
     _check_modules_as_functions(export_modules_as_functions)
     # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from opset 9
     # the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
