@@ -7,6 +7,7 @@ the VGGs hold over 500 MB of weights each). Exports go to memory.
 
 from __future__ import annotations
 
+import copy
 import functools
 import io
 
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 from torchscript_onnx import export
-from torchscript_onnx.verify import verify
+from torchscript_onnx.verify import flatten_outputs, verify
 from torchscript_onnx.zoo import DEMO_MODEL, MODELS
 
 OPSETS = (7, 9, 11, 13, 17, 20, 26)
@@ -23,24 +24,35 @@ OPSETS = (7, 9, 11, 13, 17, 20, 26)
 RTOL = 1e-4
 ATOL = 1e-5
 
-# Deep float32 nets whose eager output is itself farther than ATOL from the exact (float64) result,
-# measured on these seeded weights: |eager float32 - eager float64| = 8.1e-5 (resnet50), 6.7e-5
-# (inception_v3), 3.7e-5 (vgg16_bn), with outputs up to 5 in magnitude. onnxruntime is as close to
-# the float64 result as eager is (6.5e-5, 6.7e-5, 3.0e-5), and the legacy exporter's models differ
-# from eager by the same amount, so these get the noise floor as absolute tolerance.
-NOISE_ATOL = {
-    "resnet50": 2e-4,
-    "inception_v3": 2e-4,
-    "vgg16_bn": 1e-4,
-}
+# Deep float32 nets round: on these seeded weights eager PyTorch itself is up to ~2e-4 away from
+# the same model run in float64 (ResNet-50, Inception), more than ATOL. onnxruntime is as close to
+# the float64 result as eager is, and legacy torch.onnx exports differ from eager by as much. So
+# the absolute tolerance is ATOL, or twice the model's own float32 noise where that is larger:
+# a wrong lowering is off by far more than rounding.
+NOISE_FACTOR = 2.0
 
-# (model, opset) pairs ONNX cannot express, with the error export must raise instead.
-UNEXPRESSIBLE: dict[tuple[str, int], str] = {}
+def _double(value):
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.is_floating_point() else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_double(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _double(v) for k, v in value.items()}
+    return value
+
+
+def float32_noise(model, args) -> float:
+    """Max |eager float32 - eager float64| over the outputs: the model's own rounding error."""
+    with torch.no_grad():
+        single = flatten_outputs(model(*args))
+        exact = flatten_outputs(copy.deepcopy(model).double()(*_double(args)))
+    return max(float((s.double() - e).abs().max()) for s, e in zip(single, exact))
 
 
 @functools.lru_cache(maxsize=1)
 def build(name: str):
-    return MODELS[name]()
+    model, args = MODELS[name]()
+    return model, args, float32_noise(model, args)
 
 
 def export_bytes(model, args, opset: int) -> bytes:
@@ -58,14 +70,14 @@ def model_params():
 
 
 @pytest.mark.parametrize("name, opset", model_params())
-def test_model(name, opset):
-    model, args = build(name)
-    if (name, opset) in UNEXPRESSIBLE:
-        with pytest.raises(Exception, match=UNEXPRESSIBLE[name, opset]):
-            export_bytes(model, args, opset)
-        return
-    report = verify(model, args, opset_version=opset, rtol=RTOL, atol=NOISE_ATOL.get(name, ATOL))
+def test_model(name, opset, record_property):
+    model, args, noise = build(name)
+    assert noise < 1e-3, "the zoo's initialisation must keep float32 rounding small"
+    atol = max(ATOL, NOISE_FACTOR * noise)
+    report = verify(model, args, opset_version=opset, rtol=RTOL, atol=atol)
     assert report.opset == opset
+    record_property("max_abs_diff", report.max_abs_diff)
+    record_property("float32_noise", noise)
 
 
 def test_zoo_contract():
