@@ -19,7 +19,7 @@ from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .math import as_operand
-from .tensor import _require_rank, _static_dim, axis_of, concat_shape, dim_value, shape_parts
+from .tensor import require_rank, static_dim, axis_of, concat_shape, dim_value, shape_parts
 
 _onnx_symbolic = onnx_symbolic(9)
 INT64_MAX = onnx_ops.INT64_MAX
@@ -73,7 +73,7 @@ def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
 @_onnx_symbolic("aten::select")
 def select(g, self, dim, index):
     """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("select", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("select", self))
     idx = _int_const(index, sh.UNKNOWN)
     if isinstance(idx, int):
         if idx < 0 and sh.is_static(self, dim):
@@ -96,7 +96,7 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
     slice.t(t[] l, int? start=None, int? end=None, int step=1) -> t[]"""
     if sh.is_packed_list(self) or (self.is_const and isinstance(self.const, (list, tuple))):
         return _slice_list(self, dim, start, end)  # scripted code slicing a list: dim is the start
-    rank = _require_rank("slice", self)
+    rank = require_rank("slice", self)
     dim = axis_of(_int_const(dim, 0), rank)
     step = _int_const(step, 1)
     begin = _int_const(start, 0)
@@ -107,7 +107,7 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
         if begin == 0 and stop >= INT64_MAX and step == 1:
             return self
         if step != 1 and g.opset < 10:
-            size = _static_dim("slice with a step at opset 9 (Slice has steps from opset 10)", self, dim)
+            size = static_dim("slice with a step at opset 9 (Slice has steps from opset 10)", self, dim)
             positions = list(range(size))[begin:stop:step]
             return g.op("Gather", self, g.constant(positions, torch.int64), axis_i=dim)
         return onnx_ops.slice(g, self, [dim], [begin], [stop], [step])
@@ -150,7 +150,7 @@ def _expand_masks(g, items: list) -> list:
             continue
         mask = onnx_ops.cast(g, v, torch.bool)
         rows = g.op("NonZero", mask)
-        for k in range(_require_rank("index", v)):
+        for k in range(require_rank("index", v)):
             out.append(g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0))
     return out
 
@@ -159,7 +159,7 @@ class _Merged:
     """The indexed dims of ``self`` moved to the front and merged into one: [N, rest...]."""
 
     def __init__(self, g, self_: Value, items: list):
-        rank = _require_rank("index", self_)
+        rank = require_rank("index", self_)
         if len(items) > rank:
             sh.value_error("index: too many indices for the tensor", self_)
         self.positions = [k for k, v in enumerate(items) if v is not None]
@@ -201,7 +201,7 @@ def _as_int64(g, v):
 def _mask_select(g, self, mask, p: int) -> Value:
     """``self[..., mask]`` with one mask over dims p..p+k-1: Compress on those dims merged."""
     need_opset_9(g, "indexing with a boolean mask")
-    k = _require_rank("index", mask)
+    k = require_rank("index", mask)
     mask = onnx_ops.cast(g, mask, torch.bool)
     if k > 1 or mask.rank != 1:
         dims = sh.sizes(self)
@@ -293,7 +293,7 @@ def _scatter_merged(g, self, merged: _Merged, values, acc: bool) -> Value:
 @_onnx_symbolic("aten::index_select")
 def index_select(g, self, dim, index):
     """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_select", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("index_select", self))
     index = _as_index(g, index)
     if index.rank == 0:
         index = onnx_ops.unsqueeze(g, index, [0])
@@ -318,7 +318,7 @@ def _along_dim(g, self, dim: int, index: Value, shape_like: Value | None) -> Val
 @_onnx_symbolic("aten::index_fill")
 def index_fill(g, self, dim, index, value):
     """index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_fill", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("index_fill", self))
     positions = _along_dim(g, self, dim, index, None)
     fill = g.op("Expand", as_operand(g, value, self.dtype), g.op("Shape", positions))
     return onnx_ops.scatter_elements(g, self, dim, positions, fill)
@@ -327,7 +327,7 @@ def index_fill(g, self, dim, index, value):
 @_onnx_symbolic("aten::index_copy")
 def index_copy(g, self, dim, index, source):
     """index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_copy", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("index_copy", self))
     source = as_operand(g, source, self.dtype)
     return onnx_ops.scatter_elements(g, self, dim, _along_dim(g, self, dim, index, source), source)
 
@@ -335,7 +335,7 @@ def index_copy(g, self, dim, index, source):
 @_onnx_symbolic("aten::index_add")
 def index_add(g, self, dim, index, source, alpha=None):
     """index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("index_add", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("index_add", self))
     source = as_operand(g, source, self.dtype)
     factor = sh.const(alpha, 1) if alpha is not None and not sh.is_none(alpha) else 1
     if factor != 1:
@@ -352,7 +352,7 @@ def _scatter_add(g, self, dim: int, positions: Value, updates: Value) -> Value:
     if self.dtype == torch.bool:
         sh.value_error("adding into a boolean tensor needs ScatterElements reduction (opset 16)", self)
     # hot[..., j, ...] (j at dim + 1) = positions == j; sum the updates over the position axis
-    depth = g.constant([_static_dim("scatter_add", self, dim)], torch.int64) if sh.is_static(self, dim) \
+    depth = g.constant([static_dim("scatter_add", self, dim)], torch.int64) if sh.is_static(self, dim) \
         else onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0])
     hot = g.op("OneHot", positions, depth, g.constant([0, 1], self.dtype), axis_i=dim + 1)
     added = onnx_ops.reduce(g, "ReduceSum", g.op("Mul", hot, onnx_ops.unsqueeze(g, updates, [dim + 1])), [dim], False)
@@ -425,7 +425,7 @@ def masked_scatter(g, self, mask, source):
 @_onnx_symbolic("aten::gather")
 def gather(g, self, dim, index, sparse_grad=None):
     """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("gather", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("gather", self))
     if g.opset >= 11:
         return g.op("GatherElements", self, _as_index(g, index), axis_i=dim)
     return _gather_one_hot(g, self, dim, index)
@@ -456,7 +456,7 @@ def take_along_dim(g, self, indices, dim=None):
         return g.op("Gather", flat, normalize_index(g, index, flat, 0), axis_i=0)
     if g.opset < 11:
         sh.value_error("take_along_dim needs GatherElements (opset 11; pass opset_version=11)")
-    rank = _require_rank("take_along_dim", self)
+    rank = require_rank("take_along_dim", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
     index = _as_index(g, indices)
     # broadcast every dim but `dim`: Expand with 1 at `dim` keeps each operand's own size there
@@ -486,7 +486,7 @@ _SCATTER_REDUCE = {"add": "add", "multiply": "mul", "sum": "add", "prod": "mul",
 def scatter(g, self, dim, index, src, reduce=None):
     """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor; scatter.value(..., Scalar value);
     scatter.reduce(..., Tensor src, *, str reduce); scatter.value_reduce(..., Scalar value, *, str reduce)"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("scatter", self))
     index = normalize_index(g, index, self, dim)
     updates = _scatter_updates(g, self, index, src)
     mode = sh.const(reduce, None) if reduce is not None else None
@@ -498,7 +498,7 @@ def scatter(g, self, dim, index, src, reduce=None):
 @_onnx_symbolic("aten::scatter_add")
 def scatter_add(g, self, dim, index, src):
     """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter_add", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("scatter_add", self))
     index = normalize_index(g, index, self, dim)
     return _scatter_add(g, self, dim, index, _scatter_updates(g, self, index, src))
 
@@ -510,7 +510,7 @@ _REDUCE_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": float("-inf"), "amin
 def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
     """scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)
     -> Tensor"""
-    dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("scatter_reduce", self))
+    dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("scatter_reduce", self))
     mode = sh._get_const(reduce, "s", "reduce")
     keep = True if include_self is None or sh.is_none(include_self) else sh._get_const(include_self, "b", "x")
     index = normalize_index(g, index, self, dim)
@@ -569,7 +569,7 @@ def zero(g, self):
 def slice_scatter(g, self, src, dim=None, start=None, end=None, step=None):
     """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
     -> Tensor"""
-    rank = _require_rank("slice_scatter", self)
+    rank = require_rank("slice_scatter", self)
     dim = axis_of(_int_const(dim, 0), rank)
     begin, stop, step = _int_const(start, 0), _int_const(end, INT64_MAX), _int_const(step, 1)
     src = as_operand(g, src, self.dtype)
@@ -585,7 +585,7 @@ def slice_scatter(g, self, src, dim=None, start=None, end=None, step=None):
     if step == 1:
         parts = [onnx_ops.slice(g, self, [dim], [0], [begin]), src, onnx_ops.slice(g, self, [dim], [stop], [INT64_MAX])]
         return g.op("Concat", *parts, axis_i=dim)
-    size = _static_dim("slice_scatter with a step", self, dim)
+    size = static_dim("slice_scatter with a step", self, dim)
     positions = list(range(size))[begin:stop:step]
     index = g.constant(torch.tensor(positions).reshape([1] * dim + [-1] + [1] * (rank - dim - 1)), torch.int64)
     index = g.op("Expand", index, onnx_ops.shape_of(g, src))
@@ -595,7 +595,7 @@ def slice_scatter(g, self, src, dim=None, start=None, end=None, step=None):
 @_onnx_symbolic("aten::select_scatter")
 def select_scatter(g, self, src, dim, index):
     """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
-    rank = _require_rank("select_scatter", self)
+    rank = require_rank("select_scatter", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
     idx = sh._get_const(index, "i", "index")
     if idx < 0 and sh.is_static(self, dim):
@@ -610,9 +610,9 @@ def select_scatter(g, self, src, dim, index):
 @sh.parse_args("v", "v", "i", "i", "i")
 def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
     """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
-    from .tensor import _diagonal_layout
+    from .tensor import diagonal_layout
 
-    flat, n, m, perm, positions = _diagonal_layout(g, self, offset, dim1, dim2)
+    flat, n, m, perm, positions = diagonal_layout(g, self, offset, dim1, dim2)
     axis = len(perm) - 2
     src = as_operand(g, src, self.dtype)
     index = g.op("Expand", g.constant(positions, torch.int64), onnx_ops.shape_of(g, src))
@@ -646,7 +646,7 @@ def nonzero_numpy(g, self):
     need_opset_9(g, "nonzero")
     rows = g.op("NonZero", self)
     return [g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0)
-            for k in range(_require_rank("nonzero_numpy", self))]
+            for k in range(require_rank("nonzero_numpy", self))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,7 +675,7 @@ def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
 @_onnx_symbolic("aten::topk")
 def topk(g, self, k, dim=None, largest=None, sorted=None):
     """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"""
-    rank = _require_rank("topk", self)
+    rank = require_rank("topk", self)
     axis = axis_of(_int_const(dim, -1), rank)
     count = _int_const(k, sh.UNKNOWN)
     count = count if isinstance(count, int) else k
@@ -683,7 +683,7 @@ def topk(g, self, k, dim=None, largest=None, sorted=None):
 
 
 def _sort(g, self, dim, descending):
-    rank = _require_rank("sort", self)
+    rank = require_rank("sort", self)
     if rank == 0:
         return self, g.constant(0, torch.int64)
     axis = axis_of(dim, rank)
@@ -796,7 +796,7 @@ def _unique(g, self, sorted=None, return_inverse=None):
 def unique_dim(g, self, dim, sorted=None, return_inverse=None, return_counts=None):
     """unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)
     -> (Tensor, Tensor, Tensor)"""
-    axis = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("unique_dim", self))
+    axis = axis_of(sh._get_const(dim, "i", "dim"), require_rank("unique_dim", self))
     return _unique_all(g, self, axis)
 
 

@@ -10,7 +10,7 @@ from torchscript_onnx.ir import Value
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
-from .tensor import _require_rank, _static_dim, axis_of, cat, concat_shape, reshape_to, shape_parts
+from .tensor import require_rank, static_dim, axis_of, cat, concat_shape, reshape_to, shape_parts
 
 _onnx_symbolic = onnx_symbolic(9)
 
@@ -44,7 +44,7 @@ _ATLEAST_AXES = {1: {0: [0]}, 2: {0: [0, 1], 1: [0]}, 3: {0: [0, 1, 2], 1: [0, 2
 def _atleast(g, self, n: int):
     if sh.is_packed_list(self) or (self.is_const and isinstance(self.const, (list, tuple))):
         return [_atleast(g, v, n) for v in sh.unpack_list(self)]
-    axes = _ATLEAST_AXES[n].get(_require_rank(f"atleast_{n}d", self))
+    axes = _ATLEAST_AXES[n].get(require_rank(f"atleast_{n}d", self))
     return onnx_ops.unsqueeze(g, self, axes) if axes else self
 
 
@@ -119,7 +119,7 @@ def _list_length_from_trace(g) -> int | None:
 
 
 def _split_by_size(g, self, split_size: int, dim: int) -> list[Value]:
-    rank = _require_rank("split", self)
+    rank = require_rank("split", self)
     dim = axis_of(dim, rank)
     if sh.is_static(self, dim):
         size = sh.sizes(self)[dim]
@@ -155,8 +155,16 @@ def unsafe_split(g, self, split_size, dim=None):
 def split_with_sizes(g, self, split_sizes, dim=None):
     """split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]"""
     dim = 0 if dim is None else sh._get_const(dim, "i", "dim")
+    axis = axis_of(dim, require_rank("split_with_sizes", self))
+    if sh.const(split_sizes) is sh.UNKNOWN:  # sizes computed from runtime dims
+        pieces = sh.unpack_list(split_sizes)
+        if g.opset < 13:
+            sh.value_error("split with sizes known only at runtime needs opset 13 or higher "
+                           "(pass opset_version=13)", self)
+        sizes = onnx_ops.cast(g, g.materialize(split_sizes), torch.int64)
+        return list(g.op("Split", self, sizes, axis_i=axis, outputs=len(pieces)))
     sizes = sh._get_const(split_sizes, "is", "split_sizes")
-    return _pieces(g, self, sizes, axis_of(dim, _require_rank("split_with_sizes", self)))
+    return _pieces(g, self, sizes, axis)
 
 
 @_onnx_symbolic("aten::unsafe_split_with_sizes")
@@ -169,7 +177,7 @@ def unsafe_split_with_sizes(g, self, split_sizes, dim=None):
 @sh.parse_args("v", "i", "i")
 def chunk(g, self, chunks, dim=0):
     """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
-    rank = _require_rank("chunk", self)
+    rank = require_rank("chunk", self)
     dim = axis_of(dim, rank)
     if not sh.is_static(self, dim):
         count = _list_length_from_trace(g)
@@ -210,9 +218,9 @@ def prim_constant_chunk(g, self, chunks_i=None, dim_i=None):
 def tensor_split(g, self, indices_or_sections, dim=None):
     """tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[];
     tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]"""
-    rank = _require_rank("tensor_split", self)
+    rank = require_rank("tensor_split", self)
     dim = axis_of(0 if dim is None else sh._get_const(dim, "i", "dim"), rank)
-    size = _static_dim("tensor_split", self, dim)
+    size = static_dim("tensor_split", self, dim)
     spec = sh.const(indices_or_sections)
     if spec is sh.UNKNOWN:
         sh.value_error("tensor_split: the sections or indices must be known at export time", indices_or_sections)
@@ -233,7 +241,7 @@ def tensor_split(g, self, indices_or_sections, dim=None):
 @sh.parse_args("v", "i")
 def unbind(g, self, dim=0):
     """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]"""
-    rank = _require_rank("unbind", self)
+    rank = require_rank("unbind", self)
     dim = axis_of(dim, rank)
     if sh.is_static(self, dim):
         count = sh.sizes(self)[dim]
@@ -250,14 +258,14 @@ def unbind(g, self, dim=0):
 def narrow(g, self, dim, start, length):
     """narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a);
     narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)"""
-    rank = _require_rank("narrow", self)
+    rank = require_rank("narrow", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
     begin, count = sh.const(start), sh.const(length)
     if isinstance(begin, torch.Tensor):
         begin = int(begin.item())
     if isinstance(begin, int) and isinstance(count, int):
         if begin < 0:
-            begin += _static_dim("narrow", self, dim)
+            begin += static_dim("narrow", self, dim)
         return onnx_ops.slice(g, self, [dim], [begin], [begin + count])
     begin_v = onnx_ops.cast(g, start, torch.int64) if not isinstance(begin, int) else g.constant(begin, torch.int64)
     count_v = onnx_ops.cast(g, length, torch.int64) if not isinstance(count, int) else g.constant(count, torch.int64)
@@ -274,7 +282,7 @@ def prim_constant_split(g, self, split_size_i=None, dim_i=None):
 @sh.parse_args("v", "i", "i", "v", "v")
 def diff(g, self, n=1, dim=-1, prepend=None, append=None):
     """diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor"""
-    rank = _require_rank("aten::diff", self)
+    rank = require_rank("aten::diff", self)
     axis = dim + rank if dim < 0 else dim
     parts = [p for p in (prepend, self, append) if not sh.is_none(p)]
     x = g.op("Concat", *parts, axis_i=axis) if len(parts) > 1 else self

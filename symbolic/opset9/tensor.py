@@ -153,7 +153,7 @@ def squeeze(g, self, dim=None):
         return onnx_ops.squeeze(g, self)
     axes = sh.const(dim)
     axes = axes if isinstance(axes, list) else [axes]
-    rank = _require_rank("squeeze", self)
+    rank = require_rank("squeeze", self)
     axes = sorted({axis % rank if rank else axis for axis in axes})
     ones = [axis for axis in axes if dims[axis] == 1]
     unknown = [axis for axis in axes if not isinstance(dims[axis], int)]
@@ -286,13 +286,13 @@ def dim_value(g, x: Value, axis: int):
     return onnx_ops.unsqueeze(g, onnx_ops.size(g, x, axis), [0])
 
 
-def _require_rank(op: str, x: Value) -> int:
+def require_rank(op: str, x: Value) -> int:
     if x.rank is None:
         sh.value_error(f"{op}: the input rank must be known", x)
     return x.rank
 
 
-def _static_dim(op: str, x: Value, axis: int) -> int:
+def static_dim(op: str, x: Value, axis: int) -> int:
     if not sh.is_static(x, axis):
         sh.value_error(f"{op}: dim {axis} has a size known only at runtime; this lowering needs it static", x)
     return sh.sizes(x)[axis]
@@ -303,21 +303,25 @@ def _static_dim(op: str, x: Value, axis: int) -> int:
 
 
 @_onnx_symbolic("aten::unflatten")
-@sh.parse_args("v", "i", "is")
+@sh.parse_args("v", "i", "v")
 def unflatten(g, self, dim, sizes):
     """unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)"""
-    rank = _require_rank("unflatten", self)
+    rank = require_rank("unflatten", self)
     dim = axis_of(dim, rank)
     dims = sh.sizes(self)
     before = [d if isinstance(d, int) else 0 for d in dims[:dim]]  # Reshape 0 keeps a leading dim
     after = dims[dim + 1:]
+    if sh.const(sizes) is sh.UNKNOWN:  # sizes computed from runtime dims: a 1-D int64 piece
+        sizes = onnx_ops.cast(g, g.materialize(sizes), torch.int64)
+        return g.op("Reshape", self, concat_shape(g, [before, sizes, shape_parts(g, self, dim + 1)]))
+    sizes = [int(d) for d in sh.const(sizes)]
     if all(isinstance(d, int) for d in after):
         return g.op("Reshape", self, g.constant(before + list(sizes) + after, torch.int64))
     return g.op("Reshape", self, concat_shape(g, [before, list(sizes), shape_parts(g, self, dim + 1)]))
 
 
 def _swap_last_two(g, self):
-    rank = _require_rank("transpose", self)
+    rank = require_rank("transpose", self)
     if rank < 2:
         return self
     perm = list(range(rank))
@@ -346,7 +350,7 @@ def adjoint(g, self):
 @_onnx_symbolic("aten::numpy_T")
 def numpy_T(g, self):
     """numpy_T(Tensor(a) self) -> Tensor(a)"""
-    rank = _require_rank("numpy_T", self)
+    rank = require_rank("numpy_T", self)
     if rank < 2:
         return self
     return g.op("Transpose", self, perm_i=list(reversed(range(rank))))
@@ -355,7 +359,7 @@ def numpy_T(g, self):
 @_onnx_symbolic("aten::movedim")
 def movedim(g, self, source, destination):
     """movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)"""
-    rank = _require_rank("movedim", self)
+    rank = require_rank("movedim", self)
     src, dst = sh.const(source), sh.const(destination)
     src = [axis_of(d, rank) for d in (src if isinstance(src, list) else [src])]
     dst = [axis_of(d, rank) for d in (dst if isinstance(dst, list) else [dst])]
@@ -437,7 +441,7 @@ def expand_as(g, self, other):
 
 
 def _tile(g, self: Value, repeats: list[int]) -> Value:
-    rank = _require_rank("repeat", self)
+    rank = require_rank("repeat", self)
     if len(repeats) > rank:
         self = onnx_ops.unsqueeze(g, self, list(range(len(repeats) - rank)))
     if all(r == 1 for r in repeats):
@@ -456,7 +460,7 @@ def repeat(g, self, repeats):
 @sh.parse_args("v", "is")
 def tile(g, self, dims):
     """tile(Tensor self, SymInt[] dims) -> Tensor"""
-    rank = _require_rank("tile", self)
+    rank = require_rank("tile", self)
     return _tile(g, self, [1] * (rank - len(dims)) + list(dims))
 
 
@@ -468,7 +472,7 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
         self = reshape_to(g, self, [-1])
         dim = 0
     else:
-        dim = axis_of(sh._get_const(dim, "i", "dim"), _require_rank("repeat_interleave", self))
+        dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("repeat_interleave", self))
     counts = sh.const(repeats)
     if isinstance(counts, torch.Tensor) and counts.numel() == 1:
         counts = int(counts.item())
@@ -533,7 +537,7 @@ def reverse(g, self: Value, axes: list[int]) -> Value:
 @sh.parse_args("v", "is")
 def flip(g, self, dims):
     """flip(Tensor self, int[] dims) -> Tensor"""
-    rank = _require_rank("flip", self)
+    rank = require_rank("flip", self)
     return reverse(g, self, sorted({axis_of(d, rank) for d in dims}))
 
 
@@ -557,7 +561,7 @@ def roll(g, self, shifts, dims):
         flat = reshape_to(g, self, [-1])
         rolled = roll(g, flat, shifts, [0])
         return g.op("Reshape", rolled, onnx_ops.shape_of(g, self))
-    rank = _require_rank("roll", self)
+    rank = require_rank("roll", self)
     for shift, dim in zip(shifts, dims):
         dim = axis_of(dim, rank)
         if sh.is_static(self, dim):
@@ -575,7 +579,7 @@ def roll(g, self, shifts, dims):
 @sh.parse_args("v", "i", "is")
 def rot90(g, self, k=1, dims=(0, 1)):
     """rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor"""
-    rank = _require_rank("rot90", self)
+    rank = require_rank("rot90", self)
     d0, d1 = axis_of(dims[0], rank), axis_of(dims[1], rank)
     k %= 4
     perm = list(range(rank))
@@ -593,11 +597,11 @@ def rot90(g, self, k=1, dims=(0, 1)):
 # Diagonals and triangles (static sizes of the matrix dims; the other dims may be dynamic)
 
 
-def _diagonal_layout(g, self, offset: int, dim1: int, dim2: int):
+def diagonal_layout(g, self, offset: int, dim1: int, dim2: int):
     """Move dim1, dim2 last and merge them: returns (flat, n, m, positions of the diagonal)."""
-    rank = _require_rank("diagonal", self)
+    rank = require_rank("diagonal", self)
     dim1, dim2 = axis_of(dim1, rank), axis_of(dim2, rank)
-    n, m = _static_dim("diagonal", self, dim1), _static_dim("diagonal", self, dim2)
+    n, m = static_dim("diagonal", self, dim1), static_dim("diagonal", self, dim2)
     rest = [d for d in range(rank) if d not in (dim1, dim2)]
     perm = rest + [dim1, dim2]
     moved = self if perm == list(range(rank)) else g.op("Transpose", self, perm_i=perm)
@@ -611,7 +615,7 @@ def _diagonal_layout(g, self, offset: int, dim1: int, dim2: int):
 @sh.parse_args("v", "i", "i", "i")
 def diagonal(g, self, offset=0, dim1=0, dim2=1):
     """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)"""
-    flat, n, m, perm, positions = _diagonal_layout(g, self, offset, dim1, dim2)
+    flat, n, m, perm, positions = diagonal_layout(g, self, offset, dim1, dim2)
     return g.op("Gather", flat, g.constant(positions, torch.int64), axis_i=len(perm) - 2)
 
 
@@ -623,7 +627,7 @@ def diag(g, self, diagonal_=0):
         return diagonal(g, self, diagonal_, 0, 1)
     if self.rank != 1:
         sh.value_error("diag: the input must be 1-D or 2-D", self)
-    n = _static_dim("diag", self, 0)
+    n = static_dim("diag", self, 0)
     size = n + abs(diagonal_)
     # Gather from [x..., 0]: each cell of the matrix names the element it holds, or the zero.
     index = torch.full((size, size), n, dtype=torch.int64)
@@ -635,7 +639,7 @@ def diag(g, self, diagonal_=0):
 
 
 def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
-    rank = _require_rank("tril" if lower else "triu", self)
+    rank = require_rank("tril" if lower else "triu", self)
     if rank < 2:
         sh.value_error("tril/triu need at least 2 dims", self)
     if g.opset >= 14:
@@ -675,11 +679,11 @@ def triu(g, self, diagonal_=0):
 @sh.parse_args("v", "i", "i", "i")
 def unfold(g, self, dimension, size, step):
     """unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)"""
-    rank = _require_rank("unfold", self)
+    rank = require_rank("unfold", self)
     if rank == 0:
         return onnx_ops.unsqueeze(g, self, [0])
     dim = axis_of(dimension, rank)
-    length = _static_dim("unfold", self, dim)
+    length = static_dim("unfold", self, dim)
     count = (length - size) // step + 1
     # windows[i, j] = i * step + j, gathered along dim, then the window axis moves last
     index = torch.arange(count).unsqueeze(1) * step + torch.arange(size).unsqueeze(0)
