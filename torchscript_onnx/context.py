@@ -43,8 +43,9 @@ class GraphContext:
     # Converts a JIT block into a subgraph: (block, input values) -> (Graph, output values).
     block_converter: Any = None
     block_inliner: Any = None
-    # Constants materialised in this subgraph (outer values must not point into a subgraph).
-    _local: dict[int, Value] = dataclasses.field(default_factory=dict)
+    # Constants materialised in this subgraph (outer values must not point into a subgraph):
+    # id(value) -> (value, local copy).
+    _local: dict[int, tuple] = dataclasses.field(default_factory=dict)
 
     @property
     def root(self) -> GraphContext:
@@ -149,9 +150,9 @@ class GraphContext:
     def _materialize_local(self, value: Value) -> Value:
         """In a subgraph, constants get a fresh local node (large ones a root initializer), so the
         shared value never points into a scope the outer graph cannot see."""
-        local = self._local.get(id(value))
-        if local is not None:
-            return local
+        entry = self._local.get(id(value))
+        if entry is not None and entry[0] is value:
+            return entry[1]
         if value.elements is not None:
             copy = Value("", elements=value.elements)
             local = self._list_to_tensor(copy)
@@ -165,7 +166,7 @@ class GraphContext:
                 local = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope,
                                             self.source).outputs[0]
                 local.dtype, local.shape, local.const = tensor.dtype, tuple(tensor.shape), tensor
-        self._local[id(value)] = local
+        self._local[id(value)] = (value, local)  # the value is kept alive so its id is not reused
         return local
 
     def _list_to_tensor(self, value: Value) -> Value:
