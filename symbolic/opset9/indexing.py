@@ -469,9 +469,10 @@ def take_along_dim(g, self, indices, dim=None):
 def _scatter_updates(g, self, index: Value, src) -> Value:
     """``src`` as updates shaped like ``index``: a scalar is expanded, a larger src is cut."""
     src = as_operand(g, src, self.dtype)
-    if src.rank == 0 or not isinstance(src, Value) or (sh.static_sizes(src) or [0]) == [1] * (src.rank or 0):
-        return g.op("Expand", g.op("Reshape", src, g.constant([], torch.int64)) if src.rank else src,
-                    onnx_ops.shape_of(g, index))
+    dims = sh.static_sizes(src)
+    if dims is not None and all(d == 1 for d in dims):  # a scalar (scatter.value) or a 1-element src
+        scalar = g.op("Reshape", src, g.constant([], torch.int64)) if dims else src
+        return g.op("Expand", scalar, onnx_ops.shape_of(g, index))
     mine, theirs = sh.static_sizes(src), sh.static_sizes(index)
     if mine is not None and theirs is not None and mine != theirs:
         axes = [k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b]
@@ -737,16 +738,19 @@ def searchsorted(g, sorted_sequence, self, out_int32=None, right=None, side=None
     if sorter is not None and not sh.is_none(sorter):
         sorted_sequence = gather(g, sorted_sequence, Value("", const=-1), sorter)
     is_right = bool(_int_const(right, False)) or sh.const(side, None) == "right"
-    scalar = not isinstance(self, Value) or self.rank is None or (self.is_const and not self.in_graph
-                                                                  and not isinstance(self.const, torch.Tensor))
-    values = as_operand(g, self, sorted_sequence.dtype) if scalar else self
+    values = as_operand(g, self, sorted_sequence.dtype) if _is_number(self) else self
     return _count_below(g, sorted_sequence, values, is_right, bool(_int_const(out_int32, False)))
+
+
+def _is_number(v) -> bool:
+    """A Python scalar argument (the .Scalar overloads), not a tensor."""
+    return not isinstance(v, Value) or (v.is_const and not isinstance(v.const, torch.Tensor) and not v.in_graph)
 
 
 @_onnx_symbolic("aten::bucketize")
 def bucketize(g, self, boundaries, out_int32=None, right=None):
     """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor"""
-    if not isinstance(self, Value) or self.rank is None or not self.in_graph and not isinstance(self.const, torch.Tensor):
+    if _is_number(self):
         self = as_operand(g, self, boundaries.dtype)
     return _count_below(g, boundaries, self, bool(_int_const(right, False)), bool(_int_const(out_int32, False)))
 

@@ -352,6 +352,8 @@ CASES = [
          lambda: (torch.sort(torch.randn(2, 6))[0], torch.randn(2, 3)), min_opset=9),
     Case9("bucketize", lambda x, b: torch.bucketize(x, b), lambda: (torch.randn(3, 4), torch.tensor([-1.0, 0.0, 0.5])),
          min_opset=9),
+    Case9("bucketize_scalar", lambda b: torch.bucketize(0.3, b), lambda: (torch.tensor([-1.0, 0.0, 0.5]),)),
+    Case9("searchsorted_scalar", lambda s: torch.searchsorted(s, 2), lambda: (torch.tensor([0, 1, 3, 5]),)),
     Case9("bucketize_right", lambda x, b: torch.bucketize(x, b, right=True, out_int32=True),
          lambda: (torch.tensor([[0, 1, 2]]), torch.tensor([0, 1, 1, 4])), min_opset=9),
     Case9("one_hot", lambda i: torch.nn.functional.one_hot(i, 5), lambda: (torch.tensor([[0, 4], [2, 1]]),), min_opset=9),
