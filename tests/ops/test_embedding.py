@@ -10,7 +10,6 @@ import pytest
 import torch
 from torch import nn
 
-from symbolic import registry
 from tests.optable import Case, below_min_params, params, run_below_min, run_case
 
 BAG_OPSETS = (10, 11, 13, 18)
@@ -72,14 +71,6 @@ def bag_case(name, last=False, weights=False, **bag) -> Case:
                 opsets=BAG_OPSETS, export_options=_dynamic(*names), other_inputs=other)
 
 
-def _needs(case: Case, *ops: str) -> Case:
-    for opset in case.test_opsets():
-        missing = [op for op in ops if not registry.is_registered(op, opset)]
-        if missing:
-            case.xfail([opset], f"the traced graph also needs {', '.join(missing)} (another family)")
-    return case
-
-
 CASES = [
     embedding_case("embedding", _embedding()),
     embedding_case("embedding_int32_indices", _embedding(), dtype=torch.int32),
@@ -101,8 +92,8 @@ CASES = [
     bag_case("max_norm", mode="mean", max_norm=1.0),
     bag_case("max_max_norm", mode="max", max_norm=0.5, norm_type=1.0),
     # 2-D input: F.embedding_bag makes the offsets with arange
-    _needs(Case("embedding_bag_2d", Bag(mode="mean"), lambda: (_ids(3, 4),), min_opset=9, opsets=BAG_OPSETS,
-                export_options=_dynamic(("ids", (0, 1))), other_inputs=lambda: [(_ids(2, 6),)]), "aten::arange"),
+    Case("embedding_bag_2d", Bag(mode="mean"), lambda: (_ids(3, 4),), min_opset=9, opsets=BAG_OPSETS,
+         export_options=_dynamic(("ids", (0, 1))), other_inputs=lambda: [(_ids(2, 6),)]),
     Case("embedding_bag_functional", lambda ids, offsets, w: nn.functional.embedding_bag(ids, w, offsets, mode="max"),
          lambda: (_ids(7), torch.tensor([0, 3, 4]), torch.randn(VOCAB, 5)), min_opset=9, opsets=BAG_OPSETS),
 ]
@@ -113,7 +104,7 @@ def test_embedding(case, opset):
     run_case(case, opset)
 
 
-@pytest.mark.parametrize("case,opset", below_min_params([c for c in CASES if not c.xfails]))
+@pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_embedding_below_min_opset(case, opset):
     run_below_min(case, opset)
 

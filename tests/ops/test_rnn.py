@@ -14,7 +14,6 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from symbolic import registry
 from tests.optable import Case, below_min_params, params, run_below_min, run_case
 from torchscript_onnx import TrainingMode, export
 from torchscript_onnx.verify import check, run_onnxruntime
@@ -84,16 +83,6 @@ def _x(seq: int, batch: int, batch_first: bool) -> torch.Tensor:
     return torch.randn(batch, seq, IN) if batch_first else torch.randn(seq, batch, IN)
 
 
-def _needs(case: Case, *ops: str) -> Case:
-    """Cases whose traced graph also needs ops of another family (creation, shape): expected to
-    fail, strictly, at every opset where those are not converted yet."""
-    for opset in case.test_opsets():
-        missing = [op for op in ops if not registry.is_registered(op, opset)]
-        if missing:
-            case.xfail([opset], f"the traced graph also needs {', '.join(missing)} (another family)")
-    return case
-
-
 def layer_case(kind: str, name: str, layers=1, bidirectional=False, batch_first=False, bias=True,
                dropout=0.0, states=True) -> Case:
     dirs = 2 if bidirectional else 1
@@ -109,7 +98,7 @@ def layer_case(kind: str, name: str, layers=1, bidirectional=False, batch_first=
     # Without states torch makes zeros of the runtime batch size: Expand needs opset 8.
     case = Case(f"{kind.lower()}_{name}", Run(rnn), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS,
                 export_options=_dynamic(kind, batch_first, states=states), other_inputs=other)
-    return case if states else _needs(case, "aten::zeros")
+    return case
 
 
 def proj_case(name: str, layers=1, bidirectional=False, batch_first=False, bias=True, proj=3) -> Case:
@@ -144,10 +133,6 @@ def packed_case(kind: str, name: str, layers=1, bidirectional=False, batch_first
     case = Case(f"{kind.lower()}_packed_{name}", Packed(rnn, **packing), inputs, min_opset=9 if sorted_lengths else 11,
                 opsets=PACKED_OPSETS,
                 export_options=_dynamic(kind, batch_first, packed=True, states=states), other_inputs=other)
-    if not states:
-        _needs(case, "aten::zeros", "aten::select")
-    if not sorted_lengths:
-        _needs(case, "aten::sort", "aten::index_select", "aten::empty_like", "aten::arange", "aten::scatter")
     return case
 
 
@@ -165,7 +150,7 @@ class Cell(nn.Module):
         return self.cell(x, states if isinstance(self.cell, nn.LSTMCell) else states[0])
 
 
-def cell_case(name: str, cell: nn.Module, states: int, needs=()) -> Case:
+def cell_case(name: str, cell: nn.Module, states: int) -> Case:
     def inputs():
         return (torch.randn(2, IN), *(torch.randn(2, HID) for _ in range(states)))
 
@@ -174,9 +159,8 @@ def cell_case(name: str, cell: nn.Module, states: int, needs=()) -> Case:
 
     names = ["x", "h", "c"][:1 + states]
     options = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
-    case = Case(name, Cell(cell), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS, export_options=options,
+    return Case(name, Cell(cell), inputs, min_opset=7 if states else 8, opsets=RNN_OPSETS, export_options=options,
                 other_inputs=other)
-    return _needs(case, *needs)
 
 
 @torch.jit.script
@@ -253,11 +237,11 @@ CASES = [
     # traced cells decompose into linear/chunk/activations; fused cells come from scripted code
     cell_case("rnn_cell_tanh", nn.RNNCell(IN, HID), 1),
     cell_case("rnn_cell_relu", nn.RNNCell(IN, HID, nonlinearity="relu"), 1),
-    cell_case("rnn_cell_no_state", nn.RNNCell(IN, HID), 0, needs=("aten::zeros",)),
-    cell_case("lstm_cell", nn.LSTMCell(IN, HID), 2, needs=("aten::unsafe_chunk",)),
-    cell_case("lstm_cell_no_state", nn.LSTMCell(IN, HID), 0, needs=("aten::zeros", "aten::unsafe_chunk")),
-    cell_case("gru_cell", nn.GRUCell(IN, HID), 1, needs=("aten::unsafe_chunk",)),
-    cell_case("gru_cell_no_bias", nn.GRUCell(IN, HID, bias=False), 1, needs=("aten::unsafe_chunk",)),
+    cell_case("rnn_cell_no_state", nn.RNNCell(IN, HID), 0),
+    cell_case("lstm_cell", nn.LSTMCell(IN, HID), 2),
+    cell_case("lstm_cell_no_state", nn.LSTMCell(IN, HID), 0),
+    cell_case("gru_cell", nn.GRUCell(IN, HID), 1),
+    cell_case("gru_cell_no_bias", nn.GRUCell(IN, HID, bias=False), 1),
     fused_cell_case("lstm_cell_fused", nn.LSTMCell(IN, HID), _scripted_lstm_cell, 2),
     fused_cell_case("gru_cell_fused", nn.GRUCell(IN, HID), _scripted_gru_cell, 1),
     fused_cell_case("rnn_tanh_cell_fused", nn.RNNCell(IN, HID), _scripted_rnn_tanh_cell, 1),
@@ -270,7 +254,7 @@ def test_rnn(case, opset):
     run_case(case, opset)
 
 
-@pytest.mark.parametrize("case,opset", below_min_params([c for c in CASES if not c.xfails]))
+@pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_rnn_below_min_opset(case, opset):
     run_below_min(case, opset)
 
