@@ -14,3 +14,4 @@ _onnx_symbolic = onnx_symbolic(11)
 from .opset11.reduction import *  # noqa: F401,F403
 from .opset11.linalg import *  # noqa: F401,F403
 from .opset11.embedding import *  # noqa: F401,F403
+from .opset11.sequence import *  # noqa: F401,F403

@@ -58,9 +58,10 @@ class GraphContext:
         """A context that emits into ``graph``, a body nested in this context's graph."""
         return dataclasses.replace(self, graph=graph, parent=self, _local={})
 
-    def convert_block(self, block, inputs: list[Value]):
-        """Convert a JIT block into a subgraph with ``inputs``; returns (Graph, block outputs)."""
-        return self.block_converter(self, block, inputs)
+    def convert_block(self, block, inputs: list[Value], **extra):
+        """Convert a JIT block into a subgraph with ``inputs``; returns (Graph, block outputs).
+        ``extra``: ``mutated``/``carried`` (see Converter.convert_subgraph)."""
+        return self.block_converter(self, block, inputs, **extra)
 
     def inline_block(self, block) -> list[Value]:
         """Convert a JIT block's nodes into this graph; returns the block's output values."""

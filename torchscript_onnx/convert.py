@@ -84,6 +84,43 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
     return list(missing.values())
 
 
+# List mutators: their symbolics return (the list after the call, *the node's outputs).
+LIST_MUTATORS = frozenset({"aten::append", "aten::insert", "aten::pop", "aten::_set_item", "aten::clear",
+                           "aten::extend"})
+
+
+def mutated_input(node: torch._C.Node) -> torch._C.Value | None:
+    """The JIT value ``node`` mutates: a list mutator's list, an in-place aten op's tensor (``add_``)."""
+    kind = node.kind()
+    if kind in LIST_MUTATORS:
+        return node.inputsAt(0)
+    name = kind.partition("::")[2]
+    if kind.startswith("aten::") and name.endswith("_") and not name.startswith("_") and node.inputsSize() \
+            and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
+        return node.inputsAt(0)
+    return None
+
+
+def mutated_outside(node: torch._C.Node) -> list:
+    """Values defined outside ``node``'s blocks that nodes in them mutate (scripted code is not SSA:
+    ``l.append(x)`` in a loop body changes ``l`` for the next iteration and after the loop)."""
+    inside: set[int] = set()
+    nested = [n for block in node.blocks() for n in iter_nodes(block)]
+    for block in [*node.blocks(), *[b for n in nested for b in n.blocks()]]:
+        inside.update(v.unique() for v in block.inputs())
+    for n in nested:
+        inside.update(v.unique() for v in n.outputs())
+    found: dict[int, torch._C.Value] = {}
+    for n in nested:
+        target = mutated_input(n)
+        if target is not None and target.unique() not in inside:
+            found.setdefault(target.unique(), target)
+    return list(found.values())
+
+
+_NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
+
+
 def _jit_tensor_info(jit_value: torch._C.Value):
     """(dtype, sizes) from a JIT tensor type; either may be None."""
     jit_type = jit_value.type()
@@ -121,6 +158,9 @@ class Converter:
             dtype, sizes = _jit_tensor_info(jit_value)
             if examples and k < len(examples) and isinstance(examples[k], torch.Tensor):
                 dtype, sizes = examples[k].dtype, list(examples[k].shape)
+            elif examples and k < len(examples) and isinstance(examples[k], (bool, int, float)):
+                # Python numbers are 0-d inputs; a float is a double, as in TorchScript and legacy
+                dtype, sizes = torch.tensor(examples[k], dtype=_NUMBER_DTYPE[type(examples[k])]).dtype, []
             shape = None if sizes is None else tuple(sizes)
             shape = _name_dims(shape, self.options.dynamic_axes.get(name), name)
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
@@ -159,28 +199,42 @@ class Converter:
             ctx.original_node, ctx.scope, ctx.source = saved
         return [self.env[v.unique()] for v in block.outputs()]
 
-    def convert_subgraph(self, ctx: GraphContext, block, inputs: list[Value]) -> tuple[Graph, list[Value]]:
+    def convert_subgraph(self, ctx: GraphContext, block, inputs: list[Value], mutated=(),
+                         carried=(), finish=None) -> tuple[Graph, list[Value]]:
         """Convert a JIT block (an If branch, a Loop body) into a subgraph nested in ``ctx``'s graph.
 
         ``inputs`` type the block's inputs. Every block output is produced inside the subgraph
         (an Identity where the block returns an outer value), as ONNX bodies require.
+        ``mutated``: outer JIT values the block mutates; their values at the block's end become
+        extra outputs. ``carried`` (loop bodies) types them as extra inputs too. ``finish(ctx, value,
+        jit_value)`` prepares each output in the body (lists become sequences) before it is returned.
         """
         graph = Graph(parent=ctx.graph)
         sub = ctx.subgraph_context(graph)
-        for jit_input, value in zip(block.inputs(), inputs):
+        saved = {v.unique(): self.env[v.unique()] for v in mutated}
+        for jit_input, value in [*zip(block.inputs(), inputs), *zip(mutated, carried)]:
             name = jit_input.debugName().split(".")[0] if not jit_input.debugName().isdigit() else "in"
             self.env[jit_input.unique()] = graph.add_input(f"{ctx.scope}/{name}", value.dtype, value.shape)
+            self.env[jit_input.unique()].sequence = value.sequence
         outer, self.ctx = self.ctx, sub
         try:
             self.convert_block(block)
             outputs = []
-            for jit_output in block.outputs():
-                value = sub.materialize(self.env[jit_output.unique()])
-                if value.producer is None or value.producer not in graph.nodes or value in graph.outputs:
+            for jit_output in [*block.outputs(), *mutated]:
+                value = self.env[jit_output.unique()]
+                value = finish(sub, value, jit_output) if finish is not None else value
+                value = sub.materialize(value) if not value.sequence else value
+                passthrough = value.producer is None or value.producer not in graph.nodes or value in graph.outputs
+                if passthrough and value.sequence and ctx.opset >= 14:  # Identity takes sequences from 14
+                    copy = sub.op("Identity", value)
+                    copy.dtype, copy.shape, copy.sequence = value.dtype, value.shape, True
+                    value = copy
+                elif passthrough and not value.sequence:
                     value = sub.op("Identity", value)
                 outputs.append(value)
         finally:
             self.ctx = outer
+            self.env.update(saved)
         graph.outputs = outputs
         return graph, outputs
 
@@ -202,6 +256,8 @@ class Converter:
         kind = node.kind()
         fn = registry.lookup(kind, ctx.opset)
         inputs = [self.env[v.unique()] for v in node.inputs()]
+        if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
+            fn = registry.lookup("sequence::" + kind.partition("::")[2], ctx.opset) or fn
         ctx.original_node = node
         ctx.scope = scope_path(node.scopeName())
         ctx.source = source_of(node)
@@ -218,7 +274,30 @@ class Converter:
         except Exception as error:  # a bug or an unexpected input: report it with its place
             raise SymbolicValueError(f"{type(error).__name__}: {error}").in_context(
                 kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs]) from error
+        if self.captured.scripted:
+            result = self.rebind_mutations(node, result)
+        else:
+            self.bind_outputs(node, result)
+
+    def rebind_mutations(self, node: torch._C.Node, result):
+        """Bind ``node``'s outputs, then point the value it mutates at its new value."""
+        kind = node.kind()
+        if kind in LIST_MUTATORS:
+            new, *rest = result
+            self.bind_outputs(node, None if not rest else rest[0] if len(rest) == 1 else tuple(rest))
+            self.env[node.inputsAt(0).unique()] = _wrap(new)
+            return
+        mutated = mutated_outside(node) if kind in ("prim::If", "prim::Loop") else []
+        n_out = node.outputsSize()
+        if mutated and isinstance(result, (tuple, list)) and len(result) == n_out + len(mutated):
+            result, updates = tuple(result[:n_out]), result[n_out:]
+            for jit_value, value in zip(mutated, updates):
+                self.env[jit_value.unique()] = value
+            result = None if n_out == 0 else result[0] if n_out == 1 else result
         self.bind_outputs(node, result)
+        target = mutated_input(node)
+        if target is not None and kind not in LIST_MUTATORS and n_out:
+            self.env[target.unique()] = self.env[node.outputsAt(0).unique()]
 
     def bind_outputs(self, node: torch._C.Node, result) -> None:
         outs = list(node.outputs())

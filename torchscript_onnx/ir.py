@@ -29,7 +29,7 @@ UNKNOWN: Any = _Unknown()
 
 
 class Value:
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence")
 
     def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
         self.name = name
@@ -42,6 +42,9 @@ class Value:
         # A runtime scalar known to equal a symbolic dim ("batch"): lets shapes built from sizes
         # keep their dim names (Reshape to [batch, -1] has dim "batch").
         self.sym: str | None = None
+        # An ONNX sequence (a list whose length is known only at runtime); dtype and shape then
+        # describe its elements.
+        self.sequence = False
 
     @property
     def is_const(self) -> bool:

@@ -54,6 +54,8 @@ def _key(field: int) -> bytes:
 def _value_info(value: Value) -> onnx.ValueInfoProto:
     info = onnx.ValueInfoProto(name=value.name)
     tensor_type = info.type.tensor_type
+    if getattr(value, "sequence", False):
+        tensor_type = info.type.sequence_type.elem_type.tensor_type
     if value.dtype is not None:
         tensor_type.elem_type = dtypes.to_onnx(value.dtype)
     if value.shape is not None:

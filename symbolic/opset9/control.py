@@ -30,19 +30,115 @@ def _as_bool(g, condition: Value) -> Value:
     return onnx_ops.cast(g, condition, torch.bool) if condition.dtype not in (None, torch.bool) else condition
 
 
+def _env(g) -> dict:
+    """The converter's JIT value -> Value map (mutated outer values are rebound in it)."""
+    return g.block_converter.__self__.env
+
+
+def _mutated_outside(node) -> list:
+    from torchscript_onnx.convert import mutated_outside
+
+    return mutated_outside(node)
+
+
+# Python numbers at runtime are 0-d tensors: int -> int64, bool -> bool, float -> float64 (a
+# TorchScript float is a double; aten::Float casts to float64 too).
+_NUMBER_DTYPES = {torch._C.IntType: torch.int64, torch._C.FloatType: torch.float64, torch._C.BoolType: torch.bool}
+
+
+def number_dtype(jit_type) -> torch.dtype | None:
+    for kind, dtype in _NUMBER_DTYPES.items():
+        if isinstance(jit_type, kind):
+            return dtype
+    if isinstance(jit_type, torch._C.TensorType) and jit_type.scalarType():
+        from torchscript_onnx.dtypes import SCALAR_NAME_TO_TORCH
+
+        return SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
+    return None
+
+
+def to_sequence(g, value: Value, jit_type=None, min_opset: int = 11) -> Value:
+    """A list as an ONNX sequence (its length may change at runtime, in a loop or a branch).
+    Loop and If carry sequences from opset 13 (``min_opset``); sequence ops exist from 11."""
+    if value.sequence:
+        return value
+    if g.opset < min_opset:
+        sh.value_error(f"a list of runtime length {'carried by a loop or branch ' if min_opset > 11 else ''}"
+                       f"needs ONNX sequences: opset {min_opset} or later", value)
+    items = [sh._as_value(item) for item in sh.unpack_list(value)]
+    elem_type = jit_type.getElementType() if isinstance(jit_type, torch._C.ListType) else None
+    dtype = number_dtype(elem_type) if elem_type is not None else None
+    if not items:
+        from torchscript_onnx import dtypes
+
+        out = g.op("SequenceEmpty", dtype_i=dtypes.to_onnx(dtype or torch.float32))
+        out.dtype, out.shape = dtype, None
+    else:
+        dtype = dtype or next((i.dtype for i in items if not i.is_const), None) or items[0].dtype
+        tensors = [_typed_number(g, item, dtype) for item in items]
+        out = g.op("SequenceConstruct", *tensors)
+        out.dtype = dtype or tensors[0].dtype
+        shapes = [t.shape for t in tensors]
+        out.shape = shapes[0] if all(s == shapes[0] for s in shapes) else None
+    out.sequence = True
+    return out
+
+
+def set_sequence_dtype(value: Value, dtype: torch.dtype | None) -> None:
+    """Element dtypes of an empty list are known only once something is appended: patch them."""
+    if dtype is None or value.dtype is not None:
+        return
+    value.dtype = dtype
+    node = value.producer
+    if node is not None and node.op_type == "SequenceEmpty":
+        from torchscript_onnx import dtypes
+
+        node.attrs["dtype"] = ("i", dtypes.to_onnx(dtype))
+
+
+def _typed_number(g, value: Value, dtype: torch.dtype | None) -> Value:
+    """``value`` as a graph tensor of ``dtype`` (Python constants are made in it directly)."""
+    if dtype is None:
+        return g.materialize(value)
+    if value.is_const and not isinstance(value.const, torch.Tensor):
+        return g.materialize(g.constant(value.const, dtype))
+    value = g.materialize(value)
+    return onnx_ops.cast(g, value, dtype) if value.dtype not in (None, dtype) else value
+
+
+def _finish(g, value: Value, jit_value) -> Value:
+    """A block output as the ONNX body returns it: lists as sequences, numbers in their dtype."""
+    jit_type = jit_value.type()
+    if isinstance(jit_type, torch._C.ListType) or value.sequence:
+        return to_sequence(g, value, jit_type, 13)
+    dtype = number_dtype(jit_type)
+    if dtype is not None and not isinstance(jit_type, torch._C.TensorType):
+        return _typed_number(g, value, dtype)
+    return value
+
+
+def _raises(block) -> bool:
+    return any(n.kind() == "prim::RaiseException" for n in block.nodes())
+
+
 @_onnx_symbolic("prim::If")
 def prim_if(g, condition):
     """prim::If(bool cond) -> (outputs of the taken block)"""
-    then_block, else_block = list(g.original_node.blocks())
+    node = g.original_node
+    then_block, else_block = list(node.blocks())
     known = sh.const(condition)
+    raises = (_raises(then_block), _raises(else_block))
+    if known is sh.UNKNOWN and raises[0] != raises[1]:
+        known = raises[1]  # ONNX cannot raise: the branch that raises is taken never to run
     if known is not sh.UNKNOWN:
         flag = bool(known.item() if isinstance(known, torch.Tensor) else known)
         return tuple(g.inline_block(then_block if flag else else_block)) or None
-    n_outputs = g.original_node.outputsSize()
+    mutated = _mutated_outside(node)
+    n_outputs = node.outputsSize() + len(mutated)
     if n_outputs == 0:
         return None  # both branches only have side effects (prints, warnings), which ONNX drops
-    then_graph, then_outputs = g.convert_block(then_block, [])
-    else_graph, else_outputs = g.convert_block(else_block, [])
+    then_graph, then_outputs = g.convert_block(then_block, [], mutated=mutated, finish=_finish)
+    else_graph, else_outputs = g.convert_block(else_block, [], mutated=mutated, finish=_finish)
     outputs = g.op("If", _as_bool(g, condition), then_branch_g=then_graph, else_branch_g=else_graph,
                    outputs=n_outputs)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -51,6 +147,10 @@ def prim_if(g, condition):
             sh.value_error(f"prim::If: the branches return different dtypes ({a.dtype} and {b.dtype})")
         out.dtype = a.dtype or b.dtype
         out.shape = _merged_shape(a.shape, b.shape)
+        out.sequence = a.sequence
+        if a.sequence:
+            set_sequence_dtype(a, b.dtype)
+            set_sequence_dtype(b, a.dtype)
     return outputs
 
 
@@ -58,11 +158,31 @@ def _open_dims(value: Value) -> tuple | None:
     return None if value.shape is None else (None,) * len(value.shape)
 
 
+def _carry(g, value: Value, jit_type) -> Value:
+    if isinstance(jit_type, torch._C.ListType) or value.sequence:
+        return to_sequence(g, value, jit_type, 13)
+    if not value.in_graph:
+        dtype = number_dtype(jit_type)
+        return _typed_number(g, value, dtype if not isinstance(jit_type, torch._C.TensorType) else None)
+    return value
+
+
+def _body_input(value: Value) -> Value:
+    typed = Value("", value.dtype, _open_dims(value))
+    typed.sequence = value.sequence
+    return typed
+
+
 @_onnx_symbolic("prim::Loop")
 def prim_loop(g, max_trip_count, condition, *carried):
     """prim::Loop(int max_trip_count, bool cond, *carried) -> (*carried)"""
-    body = next(iter(g.original_node.blocks()))
-    if not carried:
+    node = g.original_node
+    body = next(iter(node.blocks()))
+    mutated = _mutated_outside(node)
+    env = _env(g)
+    jit_values = list(node.inputs())[2:] + mutated
+    values = list(carried) + [env[m.unique()] for m in mutated]
+    if not values:
         return None  # a loop that carries nothing only has side effects, which ONNX drops
     trips = sh.const(max_trip_count)
     if trips is not sh.UNKNOWN and int(trips) >= INT64_MAX:
@@ -71,22 +191,31 @@ def prim_loop(g, max_trip_count, condition, *carried):
         trip_input = g.constant(int(trips), torch.int64)
     else:
         trip_input = onnx_ops.cast(g, max_trip_count, torch.int64)
-    carried = [g.materialize(v) if not v.in_graph else v for v in carried]
-    body_inputs = [Value("", torch.int64, ())] + [Value("", v.dtype, _open_dims(v)) for v in carried]
-    body_graph, body_outputs = g.convert_block(body, body_inputs)
+    values = [_carry(g, v, j.type()) for v, j in zip(values, jit_values)]
+    n_block = len(carried)
+    body_inputs = [Value("", torch.int64, ())] + [_body_input(v) for v in values[:n_block]]
+    body_graph, body_outputs = g.convert_block(body, body_inputs, mutated=mutated,
+                                               carried=[_body_input(v) for v in values[n_block:]], finish=_finish)
     # ONNX bodies take (iteration, condition, carried...); the JIT block has no condition input.
     body_graph.add_input(f"{g.scope}/cond", torch.bool, ())
     body_graph.inputs.insert(1, body_graph.inputs.pop())
     if body_outputs[0].dtype not in (None, torch.bool):
         sh.value_error("prim::Loop: the loop condition must be a bool", body_outputs[0])
-    for body_output, value in zip(body_outputs[1:], carried):
+    for body_output, body_in, value in zip(body_outputs[1:], body_graph.inputs[2:], values):
+        if value.sequence:
+            set_sequence_dtype(value, body_output.dtype)
+            set_sequence_dtype(body_in, value.dtype)
+            set_sequence_dtype(body_output, value.dtype)
+            continue
         if body_output.dtype != value.dtype and None not in (body_output.dtype, value.dtype):
             sh.value_error(f"prim::Loop: a carried value changes dtype ({value.dtype} -> {body_output.dtype})")
         body_output.shape = _open_dims(body_output) if body_output.shape is not None else None
-    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *carried, body_g=body_graph, outputs=len(carried))
+    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *values, body_g=body_graph, outputs=len(values))
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    for out, value in zip(outputs, carried):
-        out.dtype, out.shape = value.dtype, _open_dims(value)
+    for out, value, body_output in zip(outputs, values, body_outputs[1:]):
+        out.dtype, out.shape, out.sequence = value.dtype, _open_dims(value), value.sequence
+        if value.sequence:
+            out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
     return outputs
 
 
@@ -124,3 +253,125 @@ def warn(g, *args, **kwargs):
 def prim_print(g, *args, **kwargs):
     """prim::Print(...) -> (): side effect only; dropped."""
     return None
+
+
+# -- lists of known length: kept element-wise (sequences at opset 11 take the runtime ones) -----
+
+
+def _items(values) -> list[Value]:
+    return [sh._as_value(item) for item in sh.unpack_list(values)]
+
+
+def _index(g, index: Value, n: int, what: str) -> int:
+    position = sh.const(index)
+    if position is sh.UNKNOWN:
+        sh.value_error(f"{what} with an index known only at runtime needs ONNX sequences: opset 11 or later",
+                       index)
+    position = int(position)
+    if not -n <= position < n:
+        sh.value_error(f"{what}: index {position} out of range for a list of {n}", index)
+    return position % n if n else 0
+
+
+def _new_list(items: list[Value]) -> Value:
+    return Value("", elements=items)
+
+
+@_onnx_symbolic("aten::append")
+def append(g, values, element):
+    """append.t(t[](a!) self, t(c -> *) el) -> t[](a!)"""
+    new = _new_list(_items(values) + [element])
+    return new, new
+
+
+@_onnx_symbolic("aten::insert")
+def insert(g, values, index, element):
+    """insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()"""
+    items = _items(values)
+    position = sh.const(index)
+    if position is sh.UNKNOWN:
+        sh.value_error("list.insert at an index known only at runtime needs ONNX sequences: opset 11 or later")
+    items.insert(int(position), element)
+    return (_new_list(items),)
+
+
+@_onnx_symbolic("aten::pop")
+def pop(g, values, index=None):
+    """pop.t(t[](a!) self, int idx=-1) -> t(*)"""
+    items = _items(values)
+    position = _index(g, index if index is not None else Value("", const=-1), len(items), "list.pop")
+    element = items.pop(position)
+    return _new_list(items), element
+
+
+@_onnx_symbolic("aten::_set_item")
+def set_item(g, values, index, element):
+    """_set_item.t(t[](a!) l, int idx, t(b -> *) el) -> t[](a!)"""
+    items = _items(values)
+    items[_index(g, index, len(items), "list[i] = v")] = element
+    new = _new_list(items)
+    return new, new
+
+
+@_onnx_symbolic("aten::clear")
+def clear(g, values):
+    """clear.t(t[](a!) self) -> ()"""
+    return (_new_list([]),)
+
+
+@_onnx_symbolic("aten::extend")
+def extend(g, values, other):
+    """extend.t(t[](a!) self, t[] other) -> ()"""
+    return (_new_list(_items(values) + _items(other)),)
+
+
+@_onnx_symbolic("aten::list")
+def list_(g, values):
+    """list.t(t[] l) -> t[]: a copy"""
+    return _new_list(_items(values))
+
+
+@_onnx_symbolic("aten::len")
+def len_(g, values):
+    """len.t(t[] a) -> int; len.Tensor(Tensor t) -> int"""
+    if values.elements is not None or (values.is_const and isinstance(values.const, (list, tuple))):
+        return Value("", const=len(sh.unpack_list(values)))
+    dims = sh.sizes(values)
+    if dims is not None and dims and isinstance(dims[0], int):
+        return Value("", const=dims[0])
+    return onnx_ops.size(g, values, 0)
+
+
+@_onnx_symbolic("aten::__getitem__")
+def getitem(g, values, index):
+    """__getitem__.t(t[](a) list, int idx) -> t(*)"""
+    items = _items(values)
+    return items[_index(g, index, len(items), "list[i]")]
+
+
+@_onnx_symbolic("aten::__is__")
+def is_(g, a, b):
+    """__is__(t1 self, t2 obj) -> bool: decided at export time (None checks on Optionals)"""
+    if a.is_none or b.is_none:
+        return Value("", const=a.is_none and b.is_none)
+    if a.is_const and b.is_const:
+        return Value("", const=a.const is b.const)
+    return Value("", const=a is b)
+
+
+@_onnx_symbolic("aten::__isnot__")
+def isnot(g, a, b):
+    """__isnot__(t1 self, t2 obj) -> bool"""
+    return Value("", const=not is_(g, a, b).const)
+
+
+@_onnx_symbolic("prim::unchecked_cast")
+def prim_unchecked_cast(g, value):
+    """prim::unchecked_cast(t x) -> t: refines an Optional; nothing to do."""
+    return value
+
+
+@_onnx_symbolic("prim::Uninitialized")
+def prim_uninitialized(g):
+    """prim::Uninitialized() -> Any: the value of a branch that raises; never read."""
+    return Value("", const=None)

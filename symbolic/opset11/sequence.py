@@ -1,0 +1,121 @@
+"""Lists whose length is known only at runtime (built in a loop or a branch) as ONNX sequences.
+
+A list carried through a Loop or returned by an If becomes a sequence (``Value.sequence``; its
+dtype and shape describe the elements). Ops on such lists are registered under ``sequence::``:
+the converter dispatches an aten op to ``sequence::<op>`` when one of its inputs is a sequence.
+Lists of known length stay element-wise (symbolic/opset9/control.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torchscript_onnx.ir import Value
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..opset9 import control
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(11)
+__all__: list[str] = []  # registered, not re-exported
+
+
+def _seq(value: Value, like: Value | None = None) -> Value:
+    value.sequence = True
+    if like is not None:
+        value.dtype, value.shape = like.dtype, like.shape
+    return value
+
+
+def _element(g, seq: Value, element: Value) -> Value:
+    control.set_sequence_dtype(seq, element.dtype if not element.is_const or isinstance(element.const, torch.Tensor)
+                               else control.number_dtype(g.original_node.inputsAt(1).type()))
+    return control._typed_number(g, element, seq.dtype)
+
+
+def _element_shape(seq: Value, element: Value) -> tuple | None:
+    """Elements keep their rank; dims are left open (elements may differ in size)."""
+    if element.shape is None or (seq.shape is not None and len(seq.shape) != len(element.shape)):
+        return None
+    return (None,) * len(element.shape)
+
+
+def _position(g, index: Value) -> Value:
+    return control._typed_number(g, index, torch.int64)
+
+
+@_onnx_symbolic("sequence::append")
+def append(g, values, element):
+    """append.t(t[](a!) self, t(c -> *) el) -> t[](a!)"""
+    element = _element(g, values, element)
+    new = _seq(g.op("SequenceInsert", values, element), values)
+    new.shape = _element_shape(values, element)
+    return new, new
+
+
+@_onnx_symbolic("sequence::insert")
+def insert(g, values, index, element):
+    """insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()"""
+    element = _element(g, values, element)
+    new = _seq(g.op("SequenceInsert", values, element, _position(g, index)), values)
+    new.shape = _element_shape(values, element)
+    return (new,)
+
+
+@_onnx_symbolic("sequence::pop")
+def pop(g, values, index=None):
+    """pop.t(t[](a!) self, int idx=-1) -> t(*)"""
+    position = _position(g, index if index is not None else Value("", const=-1))
+    element = g.op("SequenceAt", values, position)
+    element.dtype, element.shape = values.dtype, values.shape
+    return _seq(g.op("SequenceErase", values, position), values), element
+
+
+@_onnx_symbolic("sequence::__getitem__")
+def getitem(g, values, index):
+    """__getitem__.t(t[](a) list, int idx) -> t(*)"""
+    element = g.op("SequenceAt", values, _position(g, index))
+    element.dtype, element.shape = values.dtype, values.shape
+    return element
+
+
+@_onnx_symbolic("sequence::len")
+def len_(g, values):
+    """len.t(t[] a) -> int"""
+    out = g.op("SequenceLength", values)
+    out.dtype, out.shape = torch.int64, ()
+    return out
+
+
+@_onnx_symbolic("sequence::list")
+def list_(g, values):
+    """list.t(t[] l) -> t[]"""
+    return values
+
+
+@_onnx_symbolic("sequence::cat")
+def cat(g, tensors, dim=None):
+    """cat(Tensor[] tensors, int dim=0) -> Tensor"""
+    axis = sh.const(dim) if dim is not None else 0
+    out = g.op("ConcatFromSequence", tensors, axis_i=int(axis))
+    out.dtype, out.shape = tensors.dtype, None if tensors.shape is None else (None,) * len(tensors.shape)
+    return out
+
+
+@_onnx_symbolic("sequence::stack")
+def stack(g, tensors, dim=None):
+    """stack(Tensor[] tensors, int dim=0) -> Tensor"""
+    axis = sh.const(dim) if dim is not None else 0
+    out = g.op("ConcatFromSequence", tensors, axis_i=int(axis), new_axis_i=1)
+    out.dtype = tensors.dtype
+    out.shape = None if tensors.shape is None else (None,) * (len(tensors.shape) + 1)
+    return out
+
+
+@_onnx_symbolic("aten::__getitem__")
+def getitem_list(g, values, index):
+    """__getitem__.t(t[](a) list, int idx) -> t(*): a runtime index goes through a sequence"""
+    if sh.const(index) is not sh.UNKNOWN:
+        return control.getitem(g, values, index)
+    return getitem(g, control.to_sequence(g, values, g.original_node.inputsAt(0).type()), index)
