@@ -62,19 +62,6 @@ def _text_axes(names, outputs) -> dict:
     return axes
 
 
-class HiddenStates(nn.Module):
-    """A transformers model whose export returns a plain tuple of named outputs (legacy style)."""
-
-    def __init__(self, model: nn.Module, keys: tuple[str, ...]):
-        super().__init__()
-        self.model = model
-        self.keys = keys
-
-    def forward(self, *args, **kwargs):
-        out = self.model(*args, **kwargs)
-        return tuple(out[k] for k in self.keys)
-
-
 # ---------------------------------------------------------------------------------------------
 # transformers models
 
@@ -201,7 +188,8 @@ TEXT_OUT = {"last_hidden_state": {0: "batch", 1: "sequence"}}
 
 _ENTRIES = [
     Entry("bert", _bert,
-          lambda b, s: (_tokens(b, s), {"attention_mask": _mask(b, s), "token_type_ids": torch.zeros(b, s, dtype=torch.long)}),
+          lambda b, s: (_tokens(b, s), {"attention_mask": _mask(b, s),
+                                        "token_type_ids": torch.zeros(b, s, dtype=torch.long)}),
           ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"],
           _text_axes(["input_ids", "attention_mask", "token_type_ids"], {**TEXT_OUT, "pooler_output": {0: "batch"}})),
     Entry("distilbert", _distilbert,
