@@ -19,7 +19,7 @@ from .rnn import int_range
 
 _onnx_symbolic = onnx_symbolic(9)
 
-__all__ = ["embedding", "embedding_renorm", "embedding_bag"]
+__all__ = ["embedding", "embedding_renorm", "embedding_bag", "_embedding_bag"]
 
 _MODES = ("sum", "mean", "max")
 
@@ -173,3 +173,13 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
         out = g.op("Div", out, g.op("Max", sizes, g.constant(1.0, dtype)))
     return out, None, None, None
 
+
+
+@_onnx_symbolic("aten::_embedding_bag")
+def _embedding_bag(g, weight, indices, offsets, scale_grad_by_freq=None, mode=None, sparse=None,
+                   per_sample_weights=None, include_last_offset=None, padding_idx=None):
+    """_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0,
+    bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1)
+    -> (Tensor, Tensor, Tensor, Tensor)"""
+    return embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                         include_last_offset, padding_idx)

@@ -94,6 +94,8 @@ CASES = [
     # 2-D input: F.embedding_bag makes the offsets with arange
     Case("embedding_bag_2d", Bag(mode="mean"), lambda: (_ids(3, 4),), min_opset=9, opsets=BAG_OPSETS,
          export_options=_dynamic(("ids", (0, 1))), other_inputs=lambda: [(_ids(2, 6),)]),
+    Case("_embedding_bag", lambda ids, offsets, w: torch.ops.aten._embedding_bag(w, ids, offsets, False, 1)[0],
+         lambda: (_ids(7), torch.tensor([0, 3, 4]), torch.randn(VOCAB, 5)), min_opset=9, opsets=BAG_OPSETS),
     Case("embedding_bag_functional", lambda ids, offsets, w: nn.functional.embedding_bag(ids, w, offsets, mode="max"),
          lambda: (_ids(7), torch.tensor([0, 3, 4]), torch.randn(VOCAB, 5)), min_opset=9, opsets=BAG_OPSETS),
 ]
