@@ -168,12 +168,15 @@ def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], h
     if g.opset < 9:
         sh.value_error("lstm with proj_size > 0 is lowered to Scan, which needs opset 9 or higher "
                        "(pass opset_version=9)")
-    if batch_sizes is not None:
-        sh.unimplemented("lstm", "proj_size > 0 with a packed sequence")
     dirs = 2 if bidirectional else 1
     per_layer = 5 if has_biases else 3
     h0, c0 = states
     x = g.op("Transpose", input, perm_i=[1, 0, 2]) if batch_first else input
+    alive = None
+    if batch_sizes is not None:  # (seq, batch, 1): whether step t of sequence b exists
+        lengths = lengths_from_batch_sizes(g, batch_sizes, onnx_ops.size(g, x, 1), torch.int64)
+        steps = onnx_ops.unsqueeze(g, int_range(g, onnx_ops.size(g, x, 0)), [1])
+        alive = onnx_ops.unsqueeze(g, g.op("Less", steps, onnx_ops.unsqueeze(g, lengths, [0])), [2])
     h_outs, c_outs = [], []
     for layer in range(num_layers):
         ys = []
@@ -182,7 +185,7 @@ def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], h
             ws = [g.materialize(w) for w in weights[k * per_layer:(k + 1) * per_layer]]
             bias = g.op("Add", ws[2], ws[3]) if has_biases else None
             start = [g.op("Gather", s, g.constant(k, torch.int64), axis_i=0) for s in (h0, c0)]
-            y, h, c = _projected_scan(g, x, start, ws[0], ws[1], bias, ws[-1], reverse=d == 1)
+            y, h, c = _projected_scan(g, x, alive, start, ws[0], ws[1], bias, ws[-1], reverse=d == 1)
             ys.append(y)
             h_outs.append(onnx_ops.unsqueeze(g, h, [0]))
             c_outs.append(onnx_ops.unsqueeze(g, c, [0]))
@@ -193,9 +196,10 @@ def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], h
     return output, h_n, c_n
 
 
-def _projected_scan(g, x: Value, start: list[Value], w_ih: Value, w_hh: Value, bias: Value | None, w_hr: Value,
-                    reverse: bool):
-    """One direction of a projected LSTM layer: (outputs (seq, batch, proj), h_T, c_T)."""
+def _projected_scan(g, x: Value, alive: Value | None, start: list[Value], w_ih: Value, w_hh: Value,
+                    bias: Value | None, w_hr: Value, reverse: bool):
+    """One direction of a projected LSTM layer: (outputs (seq, batch, proj), h_T, c_T). With
+    ``alive`` (packed sequences), steps past a sequence's end keep its state and output zeros."""
     from torchscript_onnx.ir import Graph
 
     hidden, proj = w_hr.shape[1], w_hr.shape[0]
@@ -204,6 +208,7 @@ def _projected_scan(g, x: Value, start: list[Value], w_ih: Value, w_hh: Value, b
     h = body.add_input(f"{g.scope}/h", x.dtype, (None, proj))
     c = body.add_input(f"{g.scope}/c", x.dtype, (None, hidden))
     xt = body.add_input(f"{g.scope}/x_t", x.dtype, (None, x.shape[2] if x.shape else None))
+    alive_t = None if alive is None else body.add_input(f"{g.scope}/alive_t", torch.bool, (None, 1))
     w_ih, w_hh, w_hr = (g.op("Transpose", w, perm_i=[1, 0]) for w in (w_ih, w_hh, w_hr))
     gates = b.op("Add", b.op("MatMul", xt, w_ih), b.op("MatMul", h, w_hh))
     if bias is not None:
@@ -211,10 +216,16 @@ def _projected_scan(g, x: Value, start: list[Value], w_ih: Value, w_hh: Value, b
     i, f, cell, o = onnx_ops.split(b, gates, [hidden] * 4, 1)  # torch's order: i f g o
     c_next = b.op("Add", b.op("Mul", b.op("Sigmoid", f), c), b.op("Mul", b.op("Sigmoid", i), b.op("Tanh", cell)))
     h_next = b.op("MatMul", b.op("Mul", b.op("Sigmoid", o), b.op("Tanh", c_next)), w_hr)
-    body.outputs = [h_next, c_next, b.op("Identity", h_next)]
-    direction = [1 if reverse else 0]
-    h_t, c_t, y = g.op("Scan", *start, x, body_g=body, num_scan_inputs_i=1, scan_input_directions_is=direction,
-                       scan_output_directions_is=direction, outputs=3)
+    y_t = b.op("Identity", h_next)
+    if alive_t is not None:
+        c_next = b.op("Where", alive_t, c_next, c)
+        y_t = b.op("Where", alive_t, h_next, b.constant(0.0, x.dtype))
+        h_next = b.op("Where", alive_t, h_next, h)
+    body.outputs = [h_next, c_next, y_t]
+    scanned = [x] if alive is None else [x, alive]
+    h_t, c_t, y = g.op("Scan", *start, *scanned, body_g=body, num_scan_inputs_i=len(scanned),
+                       scan_input_directions_is=[int(reverse)] * len(scanned), scan_output_directions_is=[int(reverse)],
+                       outputs=3)
     seq, batch = (x.shape[0], x.shape[1]) if x.shape else (None, None)
     h_t.dtype = c_t.dtype = y.dtype = x.dtype
     h_t.shape, c_t.shape, y.shape = (batch, proj), (batch, hidden), (seq, batch, proj)

@@ -224,6 +224,11 @@ CASES = [
     proj_case("states"),
     proj_case("2layers_bidirectional", layers=2, bidirectional=True),
     proj_case("batch_first_bidirectional_no_bias", bidirectional=True, batch_first=True, bias=False),
+    Case("lstm_proj_packed_2layers_bidirectional", Packed(make_rnn("LSTM", num_layers=2, bidirectional=True,
+                                                                   proj_size=3)),
+         lambda: (_x(5, 3, False), torch.tensor([4, 3, 1]), torch.randn(4, 3, 3), torch.randn(4, 3, HID)),
+         min_opset=9, opsets=PACKED_OPSETS, export_options=_dynamic("LSTM", False, packed=True),
+         other_inputs=lambda: [(_x(7, 2, False), torch.tensor([7, 5]), torch.randn(4, 2, 3), torch.randn(4, 2, HID))]),
     # weights not folded: reordered with Slice/Concat in the graph
     Case("lstm_no_constant_folding", Run(make_rnn("LSTM", num_layers=2, bidirectional=True)),
          lambda: (_x(3, 2, False), *_states("LSTM", 4, 2)), min_opset=7, opsets=RNN_OPSETS,
@@ -263,13 +268,6 @@ def _export_error(model, args, **options) -> str:
     with pytest.raises(Exception) as info:
         export(model, args, io.BytesIO(), **options)
     return str(info.value)
-
-
-def test_packed_lstm_with_proj_size_is_a_clear_error():
-    model = Packed(nn.LSTM(IN, HID, proj_size=3)).eval()
-    args = (torch.randn(4, 2, IN), torch.tensor([4, 2]), torch.randn(1, 2, 3), torch.randn(1, 2, HID))
-    message = _export_error(model, args, opset_version=17)
-    assert "proj_size" in message and "packed" in message
 
 
 def test_dropout_between_layers_in_training_is_a_clear_error():
