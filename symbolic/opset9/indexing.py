@@ -19,7 +19,7 @@ from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .math import as_operand
-from .tensor import require_rank, static_dim, axis_of, concat_shape, dim_value, shape_parts
+from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where
 
 _onnx_symbolic = onnx_symbolic(9)
 INT64_MAX = onnx_ops.INT64_MAX
@@ -45,13 +45,6 @@ def need_opset_9(g, what: str) -> None:
     """Where, NonZero, Compress, Scatter and OneHot, and integer Less/Greater, came at opset 9."""
     if g.opset < 9:
         sh.value_error(f"{what} needs ONNX ops from opset 9 (pass opset_version=9)")
-
-
-def where(g, condition: Value, a: Value, b: Value) -> Value:
-    """Where, also for bool operands (onnxruntime has no boolean Where kernel)."""
-    if a.dtype != torch.bool:
-        return g.op("Where", condition, a, b)
-    return g.op("Or", g.op("And", condition, a), g.op("And", g.op("Not", condition), b))
 
 
 def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
@@ -632,7 +625,14 @@ def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
 def nonzero(g, self):
     """nonzero(Tensor self) -> Tensor"""
     need_opset_9(g, "nonzero")
-    return g.op("Transpose", g.op("NonZero", self), perm_i=[1, 0])
+    return g.op("Transpose", g.op("NonZero", _nonzero_input(g, self)), perm_i=[1, 0])
+
+
+def _nonzero_input(g, self: Value) -> Value:
+    """onnxruntime's NonZero lacks some dtypes (int8, int16, ...); x != 0 keeps the answer."""
+    if self.dtype in (torch.bool, torch.float32, torch.int32, torch.int64, torch.uint8):
+        return self
+    return onnx_ops.cast(g, self, torch.bool)
 
 
 @_onnx_symbolic("aten::argwhere")
@@ -645,7 +645,7 @@ def argwhere(g, self):
 def nonzero_numpy(g, self):
     """nonzero_numpy(Tensor self) -> Tensor[]"""
     need_opset_9(g, "nonzero")
-    rows = g.op("NonZero", self)
+    rows = g.op("NonZero", _nonzero_input(g, self))
     return [g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0)
             for k in range(require_rank("nonzero_numpy", self))]
 
@@ -656,6 +656,10 @@ def nonzero_numpy(g, self):
 
 def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
     """(values, indices) of TopK with k an int or a runtime 0-d/1-element value."""
+    if self.dtype == torch.bool:  # sort/argsort of a mask: TopK has no bool; order 0/1 as numbers
+        values, indices = topk_values(g, onnx_ops.cast(g, self, torch.float32 if g.opset < 11 else torch.int64),
+                                      k, axis, largest, sorted_)
+        return onnx_ops.cast(g, values, torch.bool), indices
     if g.opset < 11 and not self.dtype.is_floating_point:
         sh.value_error("TopK on non-float tensors needs opset 11 (pass opset_version=11)", self)
     if g.opset < 10:
@@ -777,8 +781,12 @@ def _unique_all(g, self, axis: int | None):
     if g.opset < 11:
         sh.value_error("unique needs ONNX Unique (opset 11; pass opset_version=11)", self)
     kwargs = {} if axis is None else {"axis_i": axis}
-    values, _, inverse, counts = g.op("Unique", self, sorted_i=1, outputs=4, **kwargs)
-    return values, inverse, counts
+    # onnxruntime's Unique takes float, double, int8 and int64: compute others in a wider type
+    wide = {torch.float16: torch.float32, torch.bfloat16: torch.float32}.get(self.dtype, torch.int64)
+    source = self if self.dtype in (torch.float32, torch.float64, torch.int8, torch.int64) \
+        else onnx_ops.cast(g, self, wide)
+    values, _, inverse, counts = g.op("Unique", source, sorted_i=1, outputs=4, **kwargs)
+    return onnx_ops.cast(g, values, self.dtype), inverse, counts
 
 
 @_onnx_symbolic("aten::_unique2")

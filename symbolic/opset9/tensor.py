@@ -286,6 +286,16 @@ def dim_value(g, x: Value, axis: int):
     return onnx_ops.unsqueeze(g, onnx_ops.size(g, x, axis), [0])
 
 
+def where(g, condition: Value, a: Value, b: Value) -> Value:
+    """Where for every dtype: onnxruntime has no bool, int8 or int16 Where kernels."""
+    if a.dtype == torch.bool:
+        return g.op("Or", g.op("And", condition, a), g.op("And", g.op("Not", condition), b))
+    if a.dtype in (torch.int8, torch.int16):
+        wide = g.op("Where", condition, onnx_ops.cast(g, a, torch.int32), onnx_ops.cast(g, b, torch.int32))
+        return onnx_ops.cast(g, wide, a.dtype)
+    return g.op("Where", condition, a, b)
+
+
 def require_rank(op: str, x: Value) -> int:
     if x.rank is None:
         sh.value_error(f"{op}: the input rank must be known", x)
@@ -644,6 +654,9 @@ def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
         sh.value_error("tril/triu need at least 2 dims", self)
     if g.opset >= 14:
         k = g.constant(diagonal_, torch.int64)
+        if self.dtype in (torch.int8, torch.int16, torch.uint8):  # onnxruntime's Trilu lacks these
+            wide = g.op("Trilu", onnx_ops.cast(g, self, torch.int64), k, upper_i=0 if lower else 1)
+            return onnx_ops.cast(g, wide, self.dtype)
         return g.op("Trilu", self, k, upper_i=0 if lower else 1)
     n, m = sh.sizes(self)[-2:]
     if not isinstance(n, int) or not isinstance(m, int):
@@ -652,9 +665,9 @@ def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
         sh.value_error("tril/triu need Where (opset 9; pass opset_version=9)", self)
     ones = torch.ones(n, m, dtype=torch.bool)
     mask = g.constant(torch.tril(ones, diagonal_) if lower else torch.triu(ones, diagonal_))
-    if self.dtype == torch.bool:  # onnxruntime has no boolean Where before opset 16
+    if self.dtype == torch.bool:
         return g.op("And", mask, self)
-    return g.op("Where", mask, self, g.constant(0, self.dtype))
+    return where(g, mask, self, g.constant(0, self.dtype))
 
 
 @_onnx_symbolic("aten::tril")

@@ -165,6 +165,7 @@ CASES = [
     Case("diag_offset", lambda x: torch.diag(x, -2), _x(3)),
     Case("diag_2d", lambda x: torch.diag(x, 1), _x(3, 4)),
     *typed("tril", lambda x: x.tril(), min_opset=9, opsets=(14,)),
+    *typed("tril_narrow", lambda x: x.tril(), dtypes=(torch.int8, torch.int16), min_opset=9, opsets=(14,)),
     Case("tril_k", lambda x: x.tril(-1), _x(4, 4), min_opset=9, opsets=(14,)),
     *typed("triu", lambda x: x.triu(1), min_opset=9, opsets=(14,)),
     dynamic("triu", lambda x: x.triu(), min_opset=9, opsets=(14,)),
