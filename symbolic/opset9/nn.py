@@ -82,6 +82,13 @@ def _conv_nd(g, input, weight, bias, stride, padding, dilation, groups):
                        sh._get_const(dilation, "is", "dilation"), False, [0], sh._get_const(groups, "i", "groups"))
 
 
+@_onnx_symbolic("aten::_convolution_mode")
+def _convolution_mode(g, input, weight, bias, stride, padding, dilation, groups):
+    """_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding,
+    SymInt[] dilation, SymInt groups) -> Tensor"""
+    return _conv_nd(g, input, weight, bias, stride, padding, dilation, groups)
+
+
 @_onnx_symbolic("aten::conv1d")
 def conv1d(g, input, weight, bias, stride, padding, dilation, groups):
     """conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] padding=0,
@@ -181,6 +188,42 @@ def _max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
     return g.op("MaxPool", input, **attrs)
 
 
+def _max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
+    if g.opset < 8:
+        sh.value_error("max pooling with indices needs opset 8 or higher (pass opset_version=8)", input)
+    attrs = pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n)
+    values, indices = g.op("MaxPool", input, outputs=2, **attrs)
+    # ONNX indexes the whole flattened tensor, torch each (batch, channel) plane: subtract the
+    # index of each plane's first element (a 1x1 MaxPool returns every element's own index).
+    _, own = g.op("MaxPool", input, outputs=2, kernel_shape_i=[1] * n, strides_i=[1] * n)
+    first = onnx_ops.slice(g, own, list(range(2, 2 + n)), [0] * n, [1] * n)
+    return values, g.op("Sub", indices, first)
+
+
+@_onnx_symbolic("aten::max_pool1d_with_indices")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool1d_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0,
+    int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return _max_pool_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode, 1)
+
+
+@_onnx_symbolic("aten::max_pool2d_with_indices")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool2d_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
+    int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return _max_pool_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode, 2)
+
+
+@_onnx_symbolic("aten::max_pool3d_with_indices")
+@sh.parse_args("v", "is", "is", "is", "is", "b")
+def max_pool3d_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
+    int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"""
+    return _max_pool_with_indices(g, self, kernel_size, stride, padding, dilation, ceil_mode, 3)
+
+
 @_onnx_symbolic("aten::max_pool1d")
 @sh.parse_args("v", "is", "is", "is", "is", "b")
 def max_pool1d(g, self, kernel_size, stride, padding, dilation, ceil_mode):
@@ -206,8 +249,9 @@ def max_pool3d(g, self, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
-    if not sh.is_none(divisor_override) and divisor_override is not None:
-        sh.unimplemented("avg_pool", "divisor_override")
+    divisor = None if divisor_override is None or sh.is_none(divisor_override) else sh.const(divisor_override)
+    if divisor is not None:
+        return _avg_pool_divisor(g, input, kernel_size, stride, padding, ceil_mode, int(divisor), n)
     if ceil_mode and count_include_pad:
         # Extra end padding would be counted; pad explicitly with zeros (counted, like torch's
         # padding) and let ceil-mode windows be clipped with count_include_pad=0.
@@ -221,6 +265,21 @@ def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_p
     return g.op("AveragePool", input, count_include_pad_i=int(count_include_pad), **attrs)
 
 
+def _avg_pool_divisor(g, input, kernel_size, stride, padding, ceil_mode, divisor, n):
+    """torch divides each window's sum by ``divisor``: ONNX averages over the whole kernel (padding
+    counted), so scale by kernel size / divisor. Ceil-mode windows may be clipped (a smaller count)."""
+    if ceil_mode:
+        sh.unimplemented("avg_pool", "divisor_override with ceil_mode=True")
+    attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, False, n)
+    window = 1
+    for k in attrs["kernel_shape_i"]:
+        window *= k
+    out = g.op("AveragePool", input, count_include_pad_i=1, **attrs)
+    if window == divisor:
+        return out
+    return g.op("Mul", out, g.constant(window / divisor, input.dtype))
+
+
 @_onnx_symbolic("aten::avg_pool1d")
 @sh.parse_args("v", "is", "is", "is", "b", "b")
 def avg_pool1d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad):
@@ -230,7 +289,7 @@ def avg_pool1d(g, self, kernel_size, stride, padding, ceil_mode, count_include_p
 
 
 @_onnx_symbolic("aten::avg_pool2d")
-@sh.parse_args("v", "is", "is", "is", "b", "b", "none")
+@sh.parse_args("v", "is", "is", "is", "b", "b", "v")
 def avg_pool2d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
     """avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0,
     bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
@@ -238,7 +297,7 @@ def avg_pool2d(g, self, kernel_size, stride, padding, ceil_mode, count_include_p
 
 
 @_onnx_symbolic("aten::avg_pool3d")
-@sh.parse_args("v", "is", "is", "is", "b", "b", "none")
+@sh.parse_args("v", "is", "is", "is", "b", "b", "v")
 def avg_pool3d(g, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
     """avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0,
     bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"""
@@ -282,6 +341,52 @@ def adaptive_avg_pool2d(g, self, output_size):
 def adaptive_avg_pool3d(g, self, output_size):
     """adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor"""
     return _adaptive_pool(g, "AveragePool", "GlobalAveragePool", self, output_size)
+
+
+def _output_used(g, k: int) -> bool:
+    node = getattr(g, "original_node", None)
+    return node is None or bool(node.outputsAt(k).uses())
+
+
+def _adaptive_max_pool(g, input: Value, output_size: list[int]):
+    n = len(output_size)
+    spatial = sh.sizes(input)[2:] if input.shape is not None else None
+    if all(s == 1 for s in output_size):
+        # Global: the index of each plane's maximum (ArgMax keeps the first, like torch).
+        flat = g.op("Reshape", input, g.constant([0, 0, -1], torch.int64))
+        index = g.op("ArgMax", flat, axis_i=2, keepdims_i=1)
+        return g.op("GlobalMaxPool", input), g.op("Reshape", index, g.constant([0, 0] + [1] * n, torch.int64))
+    if spatial is None or any(not isinstance(d, int) for d in spatial):
+        sh.value_error(f"adaptive max pooling to {output_size} needs static spatial sizes", input)
+    if any(size % out for size, out in zip(spatial, output_size)):
+        sh.value_error(
+            f"adaptive max pooling from {spatial} to {output_size}: ONNX pooling can only express output "
+            "sizes that divide the input size", input)
+    kernel = [size // out for size, out in zip(spatial, output_size)]
+    if g.opset < 8 and not _output_used(g, 1):  # MaxPool-7 has no indices output; fine if unused
+        return g.op("MaxPool", input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n)), None
+    return _max_pool_with_indices(g, input, kernel, kernel, [0] * n, [1] * n, False, n)
+
+
+@_onnx_symbolic("aten::adaptive_max_pool1d")
+@sh.parse_args("v", "is")
+def adaptive_max_pool1d(g, self, output_size):
+    """adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)"""
+    return _adaptive_max_pool(g, self, output_size)
+
+
+@_onnx_symbolic("aten::adaptive_max_pool2d")
+@sh.parse_args("v", "is")
+def adaptive_max_pool2d(g, self, output_size):
+    """adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)"""
+    return _adaptive_max_pool(g, self, output_size)
+
+
+@_onnx_symbolic("aten::adaptive_max_pool3d")
+@sh.parse_args("v", "is")
+def adaptive_max_pool3d(g, self, output_size):
+    """adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)"""
+    return _adaptive_max_pool(g, self, output_size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,3 +542,20 @@ def pixel_shuffle(g, self, upscale_factor):
     split = g.op("Reshape", self, g.constant([n, c // (r * r), r, r, h, w], torch.int64))
     moved = g.op("Transpose", split, perm_i=[0, 1, 4, 2, 5, 3])
     return g.op("Reshape", moved, g.constant([n, c // (r * r), h * r, w * r], torch.int64))
+
+
+@_onnx_symbolic("aten::pixel_unshuffle")
+@sh.parse_args("v", "i")
+def pixel_unshuffle(g, self, downscale_factor):
+    """pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor"""
+    # Not SpaceToDepth: that orders the output channels block-major, torch channel-major.
+    if self.rank != 4:
+        sh.value_error("pixel_unshuffle: only 4-D inputs are supported", self)
+    dims = sh.static_sizes(self)
+    if dims is None:
+        sh.value_error("pixel_unshuffle needs static sizes", self)
+    n, c, h, w = dims
+    r = downscale_factor
+    split = g.op("Reshape", self, g.constant([n, c, h // r, r, w // r, r], torch.int64))
+    moved = g.op("Transpose", split, perm_i=[0, 1, 3, 5, 2, 4])
+    return g.op("Reshape", moved, g.constant([n, c * r * r, h // r, w // r], torch.int64))
