@@ -187,3 +187,54 @@ CASES = [
 @pytest.mark.parametrize("case, opset", params(CASES))
 def test_transformer_op(case, opset):
     run_case(case, opset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs the legacy ways: a trailing dict or kwargs=, for keyword-only and decorated forwards
+
+
+class KeywordOnly(nn.Module):
+    def forward(self, x, *, mask=None, scale=2.0):
+        y = x * scale
+        return y if mask is None else y.masked_fill(mask, 0.0)
+
+
+def _sets_flag(forward):
+    """Like transformers' decorators: the wrapper fills a parameter itself."""
+    import functools
+
+    @functools.wraps(forward)
+    def wrapper(self, *args, **kwargs):
+        kwargs.setdefault("flag", True)
+        return forward(self, *args, **kwargs)
+
+    return wrapper
+
+
+class ManyOptional(nn.Module):
+    @_sets_flag
+    def forward(self, a, b=None, c=None, d=None, flag=None, e=None):
+        out = a if b is None else a + b
+        return out * c if flag and c is not None else out
+
+
+def _x(b=2, s=5):
+    return torch.randn(b, s)
+
+
+@pytest.mark.parametrize("how", ["kwargs", "trailing-dict"])
+def test_keyword_only_parameters_by_keyword(how):
+    x, mask = _x(), _x() > 0
+    named = {"mask": mask, "scale": 3.0}
+    args, kwargs = ((x,), named) if how == "kwargs" else ((x, named), None)
+    report = verify(KeywordOnly(), args, kwargs=kwargs, opset_version=17, input_names=["x", "mask"],
+                    dynamic_axes={"x": [0, 1], "mask": [0, 1]},
+                    other_inputs=[(_x(3, 7), {"mask": _x(3, 7) > 0, "scale": 3.0})])
+    assert report.max_abs_diff == 0.0
+
+
+def test_decorated_forward_gets_no_positional_defaults():
+    a, c = _x(), _x()
+    report = verify(ManyOptional(), (a, {"c": c}), opset_version=17, input_names=["a", "c"],
+                    dynamic_axes={"a": [0], "c": [0]}, other_inputs=[(_x(4), {"c": _x(4)})])
+    assert report.max_abs_diff == 0.0
