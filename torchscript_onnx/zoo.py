@@ -265,9 +265,9 @@ class SqueezeNet(nn.Module):
                 Fire(384, 64, 256, 256),
                 Fire(512, 64, 256, 256),
             )
-        self.final_conv = nn.Conv2d(512, num_classes, kernel_size=1)
+        final_conv = nn.Conv2d(512, num_classes, kernel_size=1)
         self.classifier = nn.Sequential(
-            nn.Dropout(p=dropout), self.final_conv, nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)))
+            nn.Dropout(p=dropout), final_conv, nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)))
 
     def forward(self, x):
         x = self.features(x)
