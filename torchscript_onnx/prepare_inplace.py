@@ -17,6 +17,10 @@ ops on aliased values as they are (tests/ops/test_indexing.py checks this), so w
 3. Later uses of the base read the new base; views of the base that are read later are made again
    from the new base, so aliases see the write as in eager PyTorch.
 
+A reshape/flatten is a view only when the strides the trace recorded allow it; otherwise it copied
+and writes into it stay there. In scripted graphs, which never thread in-place results, later reads
+of a written tensor are pointed at the write's result as well.
+
 Only the top-level block is rewritten (traces are flat). Writes into views this pass cannot invert
 (expand, as_strided, the pieces of split/chunk/unbind) raise a clear error instead of exporting a
 model that silently ignores the write.
