@@ -66,8 +66,8 @@ def _state_preserved(model) -> Iterator[None]:
     """Put back what a forward pass may change: buffers (running stats in training mode, counters,
     reassigned caches) and the parameters' ``requires_grad``. Only buffers that changed are written
     back (batch norm updates its running stats without bumping ``_version``, so values are compared)."""
-    if not isinstance(model, torch.nn.Module):
-        yield
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        yield  # scripted models are not run by capture
         return
     buffers = [(m, name, b, b._version, b.detach().clone())
                for m in model.modules() for name, b in m._buffers.items() if b is not None]
@@ -328,9 +328,42 @@ def _capture_script(model, args: tuple) -> Captured:
         module, names = None, {}
         inputs = list(graph.inputs())
     torch._C._jit_pass_inline(graph)
+    schema = model._c._get_method("forward").schema if module is not None else model.schema
+    arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
+    while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
+            or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
+        _bind_default(graph, inputs.pop(), arguments[len(inputs)])
     if len(inputs) != len(flat):
         raise TypeError(
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
         )
+    _specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
                     example_inputs=flat, scripted=True)
+
+
+def _defaults_to_none(argument) -> bool:
+    return argument.has_default_value() and argument.default_value is None
+
+
+def _bind_default(graph: torch._C.Graph, value: torch._C.Value, argument) -> None:
+    """A trailing argument the example args leave out takes its default, as in a call."""
+    with graph.insert_point_guard(next(iter(graph.nodes()))):
+        constant = graph.insertConstant(argument.default_value)
+    if isinstance(value.type(), torch._C.OptionalType) and argument.default_value is None:
+        constant.setType(value.type())
+    value.replaceAllUsesWith(constant)
+    graph.eraseInput(value.offset())
+
+
+def _specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
+    """Stamp each tensor input's dtype and rank (not its sizes, which may be dynamic) from the
+    example args, then fold what that decides: ``x.dim() == 3`` checks, ``is None`` on values that
+    are not Optional, and the branches they guard (nn.LSTM's argument checks and tuple branches)."""
+    for value, example in zip(inputs, examples):
+        if isinstance(example, torch.Tensor) and isinstance(value.type(), torch._C.TensorType):
+            typed = torch._C.TensorType.create_from_tensor(example)
+            value.setType(typed.with_sizes([None] * example.dim()))
+    torch._C._jit_pass_peephole(graph, True)
+    torch._C._jit_pass_constant_propagation(graph)
+    torch._C._jit_pass_dce(graph)

@@ -375,3 +375,25 @@ def prim_unchecked_cast(g, value):
 def prim_uninitialized(g):
     """prim::Uninitialized() -> Any: the value of a branch that raises; never read."""
     return Value("", const=None)
+
+
+@_onnx_symbolic("aten::__contains__")
+def contains(g, container, key):
+    """__contains__.int_list(int[] l, int item) -> bool (and the str/dict overloads): export-time only"""
+    items, wanted = sh.const(container), sh.const(key)
+    if items is sh.UNKNOWN or wanted is sh.UNKNOWN:
+        sh.value_error("`in` needs a container and an item known at export time", container)
+    return Value("", const=wanted in items)
+
+
+@_onnx_symbolic("aten::format")
+def format_(g, fmt, *args):
+    """format(str self, ...) -> str: messages for exceptions and warnings, which ONNX drops"""
+    values = [sh.const(a) for a in args]
+    text = sh.const(fmt)
+    if sh.UNKNOWN in values:
+        return Value("", const=text)
+    try:
+        return Value("", const=text.format(*values))
+    except (IndexError, KeyError, ValueError):
+        return Value("", const=text)

@@ -1,0 +1,255 @@
+"""Scripted models (torch.jit.script modules and functions, torch.jit.save archives) with real
+control flow: each is exported at opsets 11, 13, 17, 20 and 26 and checked in onnxruntime
+against PyTorch on inputs that take different branches and trip counts. Models with
+data-dependent control flow must export real ONNX If / Loop nodes.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import List, Optional, Tuple
+
+import onnx
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchscript_onnx import export
+from torchscript_onnx.verify import verify
+
+OPSETS = (11, 13, 17, 20, 26)
+
+
+class ForAccumulate(nn.Module):
+    def forward(self, x, n: int):
+        acc = torch.zeros_like(x)
+        for i in range(n):
+            acc = acc + x * i
+        return acc
+
+
+class WhileDataStop(nn.Module):
+    def forward(self, x):
+        steps = 0
+        while bool(x.abs().sum() < 100.0) and steps < 20:
+            x = x * 2.0 + 1.0
+            steps += 1
+        return x, steps
+
+
+class EarlyExit(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x.relu() * 2
+        y = x - 1
+        return y.abs()
+
+
+class ListThenCat(nn.Module):
+    def forward(self, x, n: int):
+        parts: List[torch.Tensor] = []
+        for i in range(n):
+            parts.append(x * (i + 1))
+        return torch.cat(parts, 0), len(parts)
+
+
+class InPlaceInLoop(nn.Module):
+    """In-place updates of an outer tensor inside a loop and a branch: mutated values are carried."""
+
+    def forward(self, x, n: int):
+        acc = torch.zeros_like(x)
+        for i in range(n):
+            acc.add_(x)
+            if bool(acc.sum() > 3.0):
+                acc.mul_(0.5)
+        return acc
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+class WithSubmodules(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Scaled()
+        self.b = Scaled()
+        self.use_b = True
+        self.repeats = 2
+        self.register_buffer("offset", torch.linspace(-1, 1, 4))
+
+    def forward(self, x):
+        for _ in range(self.repeats):
+            x = self.a(x)
+        if self.use_b:
+            x = self.b(x)
+        if x.mean() > 0:
+            x = x + self.offset
+        return x
+
+
+class Numbers(nn.Module):
+    """Python int/float/bool math on runtime values, Optional and None checks, method tuples."""
+
+    def pair(self, x) -> Tuple[torch.Tensor, int]:
+        return x * 2, x.size(0)
+
+    def forward(self, x, k: int, bias: Optional[torch.Tensor] = None):
+        y, rows = self.pair(x)
+        m = int(x.sum() > 0) + k // 2
+        if bias is not None:
+            y = y + bias
+        if m > 1 and rows >= 2:
+            y = y * float(m)
+        return y, m
+
+
+@torch.jit.script
+def scripted_function(x, y):
+    if bool((x > y).all()):
+        return x - y
+    out = x
+    for _ in range(3):
+        out = out + y
+    return out
+
+
+class CellLoopLM(nn.Module):
+    """A word-language model stepping an RNN cell over time in a scripted loop."""
+
+    def __init__(self, ntoken=30, ninp=8, nhid=10):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.cell = nn.GRUCell(ninp, nhid)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, tokens, hidden):
+        emb = self.encoder(tokens)
+        outputs: List[torch.Tensor] = []
+        for t in range(emb.size(0)):
+            hidden = self.cell(emb[t], hidden)
+            outputs.append(hidden)
+        out = torch.stack(outputs, 0)
+        return F.log_softmax(self.decoder(out), dim=-1), hidden
+
+
+class WordLanguageModel(nn.Module):
+    """pytorch/examples' word-language model (embedding -> LSTM -> linear -> log_softmax), scripted."""
+
+    def __init__(self, ntoken=30, ninp=8, nhid=8, nlayers=2):
+        super().__init__()
+        self.ntoken = ntoken
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, tokens, h0, c0):
+        emb = self.encoder(tokens)
+        output, (h, c) = self.rnn(emb, (h0, c0))
+        decoded = self.decoder(output).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), h, c
+
+
+def _archive():
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(WhileDataStop()), buffer)
+    buffer.seek(0)
+    return torch.jit.load(buffer)
+
+
+def _x(*values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+# name -> (model factory, example args, other args, expected control-flow ops, lowest opset)
+CASES = {
+    "for_accumulate": (lambda: torch.jit.script(ForAccumulate()), (torch.randn(3), 4),
+                       [(torch.randn(3), 0), (torch.randn(3), 1), (torch.randn(3), 7)], {"Loop"}, 11),
+    "while_data_stop": (lambda: torch.jit.script(WhileDataStop()), (_x(0.1, -0.2, 0.3),),
+                        [(_x(50.0, 60.0, 1.0),), (_x(3.0, 1.0, 2.0),), (_x(-0.001, 0.0, 0.0),)], {"Loop"}, 11),
+    "early_exit": (lambda: torch.jit.script(EarlyExit()), (_x(1.0, 2.0, -0.5),),
+                   [(_x(-1.0, -2.0, 0.5),), (_x(0.0, 0.0, 0.0),)], {"If"}, 11),
+    "list_then_cat": (lambda: torch.jit.script(ListThenCat()), (torch.randn(2, 3), 3),
+                      [(torch.randn(2, 3), 1), (torch.randn(2, 3), 5)], {"Loop", "SequenceInsert"}, 13),
+    "in_place_in_loop": (lambda: torch.jit.script(InPlaceInLoop()), (_x(0.5, 0.25, 1.0), 4),
+                         [(_x(0.1, 0.1, 0.1), 2), (_x(2.0, 1.0, 1.0), 6), (_x(1.0, 1.0, 1.0), 0)],
+                         {"Loop", "If"}, 11),
+    "submodules": (lambda: torch.jit.script(WithSubmodules().eval()), (torch.randn(2, 4),),
+                   [(torch.randn(2, 4) * 5,), (-torch.randn(2, 4).abs() * 5,)], {"If"}, 11),
+    "numbers": (lambda: torch.jit.script(Numbers()), (_x(1.0, 2.0), 3),
+                [(_x(-1.0, -2.0), 3), (_x(1.0, 2.0), 0), (_x(-1.0, 0.5), 5)], {"If"}, 11),
+    "function": (lambda: scripted_function, (_x(3.0, 4.0), _x(1.0, 2.0)),
+                 [(_x(0.0, 4.0), _x(1.0, 2.0)), (_x(-3.0, 4.0), _x(1.0, 2.0))], {"If", "Loop"}, 11),
+    "cell_loop_language_model": (lambda: torch.jit.script(CellLoopLM().eval()),
+                                 (torch.randint(0, 30, (5, 2)), torch.randn(2, 10)),
+                                 [(torch.randint(0, 30, (5, 2)), torch.randn(2, 10))], {"Loop"}, 13),
+    "word_language_model": (lambda: torch.jit.script(WordLanguageModel().eval()),
+                            (torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8)),
+                            [(torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8))],
+                            set(), 11),
+    "saved_archive": (_archive, (_x(0.1, -0.2, 0.3),), [(_x(50.0, 60.0, 1.0),), (_x(1.0, 2.0, 3.0),)],
+                      {"Loop"}, 11),
+}
+
+
+def _ops(graph: onnx.GraphProto) -> set[str]:
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                found |= _ops(attr.g)
+    return found
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scripted_model(name, opset):
+    factory, args, others, control_ops, min_opset = CASES[name]
+    torch.manual_seed(0)
+    model = factory()
+    if opset < min_opset:
+        with pytest.raises(Exception, match=f"opset {min_opset}"):
+            export(model, args, io.BytesIO(), opset_version=opset)
+        return
+    verify(model, args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5)
+    buffer = io.BytesIO()
+    export(model, args, buffer, opset_version=opset)
+    ops = _ops(onnx.load_from_string(buffer.getvalue()).graph)
+    assert control_ops <= ops, f"expected {control_ops} in the graph, found {sorted(ops)}"
+
+
+def test_constant_condition_folds():
+    class Flag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.training_mode = False
+
+        def forward(self, x):
+            if self.training_mode:
+                return x * 2
+            return x + 1
+
+    buffer = io.BytesIO()
+    export(torch.jit.script(Flag()), (torch.randn(3),), buffer, opset_version=17)
+    assert "If" not in _ops(onnx.load_from_string(buffer.getvalue()).graph)
+
+
+def test_raise_in_untaken_branch():
+    class Checked(nn.Module):
+        def forward(self, x):
+            if x.dim() != 2:
+                raise ValueError("expected a matrix")
+            if bool(x.sum() > 100):
+                raise RuntimeError("too large")
+            print("checked")
+            return x * 3
+
+    verify(torch.jit.script(Checked()), (torch.randn(2, 3),), opset_version=17)
