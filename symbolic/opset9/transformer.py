@@ -158,7 +158,7 @@ def _repeat_heads(g, x: Value, groups: int) -> Value:
 
 
 def attention(g, query: Value, key: Value, value: Value, mask: Value | None, scale, is_causal: bool,
-              groups: int = 1, masked_is_true: bool = False, need_probs: bool = False):
+              groups: int = 1, masked_is_true: bool = False, need_probs: bool = False, safe_softmax: bool = False):
     """softmax(Q K^T * scale + mask) V; ``mask`` bool (True = attend, or masked when
     ``masked_is_true``) or float (added)."""
     dtype = query.dtype
@@ -175,6 +175,9 @@ def attention(g, query: Value, key: Value, value: Value, mask: Value | None, sca
         else:
             scores = g.op("Add", scores, onnx_ops.cast(g, mask, dtype))
     probs = _softmax_last(g, scores)
+    if mask is not None and safe_softmax and g.opset >= 9:
+        # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
+        probs = g.op("Where", g.op("IsNaN", probs), g.constant(0.0, probs.dtype), probs)
     out = g.op("MatMul", probs, value)
     return (out, probs) if need_probs else out
 
@@ -196,7 +199,7 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p
             sh.value_error("enable_gqa needs static head counts", key)
         groups = hq // hk
     mask = None if sh.is_none(attn_mask) else attn_mask
-    return attention(g, query, key, value, mask, scale, is_causal, groups)
+    return attention(g, query, key, value, mask, scale, is_causal, groups, safe_softmax=True)
 
 
 # ---------------------------------------------------------------------------------------------
