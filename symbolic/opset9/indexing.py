@@ -19,7 +19,7 @@ from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .math import as_operand
-from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where
+from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where_all_dtypes
 
 _onnx_symbolic = onnx_symbolic(9)
 INT64_MAX = onnx_ops.INT64_MAX
@@ -245,7 +245,7 @@ def index_put(g, self, indices, values, accumulate=None):
             mask = onnx_ops.unsqueeze(g, mask, list(range(mask.rank, mask.rank + trailing)))
         scalar = g.op("Reshape", values, g.constant([], torch.int64))
         new = g.op("Add", self, scalar) if acc else scalar
-        return where(g, mask, new, self)
+        return where_all_dtypes(g, mask, new, self)
     merged = _Merged(g, self, _expand_masks(g, items))
     return _scatter_merged(g, self, merged, values, acc)
 
@@ -377,7 +377,7 @@ def masked_fill(g, self, mask, value):
     fill = as_operand(g, value, self.dtype)
     if fill.rank:
         fill = g.op("Reshape", fill, g.constant([], torch.int64))
-    return where(g, onnx_ops.cast(g, mask, torch.bool), fill, self)
+    return where_all_dtypes(g, onnx_ops.cast(g, mask, torch.bool), fill, self)
 
 
 def _broadcast_pair(g, a: Value, b: Value):
@@ -679,7 +679,8 @@ def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
 
 @_onnx_symbolic("aten::topk")
 def topk(g, self, k, dim=None, largest=None, sorted=None):
-    """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)"""
+    """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True)
+    -> (Tensor values, Tensor indices)"""
     rank = require_rank("topk", self)
     axis = axis_of(_int_const(dim, -1), rank)
     count = _int_const(k, sh.UNKNOWN)

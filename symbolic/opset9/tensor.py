@@ -286,7 +286,7 @@ def dim_value(g, x: Value, axis: int):
     return onnx_ops.unsqueeze(g, onnx_ops.size(g, x, axis), [0])
 
 
-def where(g, condition: Value, a: Value, b: Value) -> Value:
+def where_all_dtypes(g, condition: Value, a: Value, b: Value) -> Value:
     """Where for every dtype: onnxruntime has no bool, int8 or int16 Where kernels."""
     if a.dtype == torch.bool:
         return g.op("Or", g.op("And", condition, a), g.op("And", g.op("Not", condition), b))
@@ -667,7 +667,7 @@ def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
     mask = g.constant(torch.tril(ones, diagonal_) if lower else torch.triu(ones, diagonal_))
     if self.dtype == torch.bool:
         return g.op("And", mask, self)
-    return where(g, mask, self, g.constant(0, self.dtype))
+    return where_all_dtypes(g, mask, self, g.constant(0, self.dtype))
 
 
 @_onnx_symbolic("aten::tril")

@@ -170,7 +170,8 @@ CASES = [
     *typed("triu", lambda x: x.triu(1), min_opset=9, opsets=(14,)),
     dynamic("triu", lambda x: x.triu(), min_opset=9, opsets=(14,)),
     Case("tril_dynamic_matrix", lambda x: x.tril(), _x(3, 4), min_opset=14,
-         export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}), other_inputs=lambda: [(torch.randn(5, 4),)]),
+         export_options=dict(input_names=["x"], dynamic_axes={"x": {0: "n"}}),
+         other_inputs=lambda: [(torch.randn(5, 4),)]),
     # casts
     *typed("to_int32", lambda x: x.to(torch.int32)),
     *typed("to_float", lambda x: x.to(torch.float32)),
