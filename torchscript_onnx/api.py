@@ -184,7 +184,14 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     optimize(graph, training=_exports_training(model, options.training),
              initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
     input_indices = _drop_unused_inputs(graph, len(captured.user_inputs))
+    functions = []
+    if options.export_modules_as_functions:
+        from .functions import extract
+
+        functions = extract(graph, model, options.export_modules_as_functions, options.opset_version,
+                            ctx.custom_domains)
     model_proto = _model_proto(graph, ctx, options)
+    model_proto.functions.extend(functions)
     return Exported(graph, model_proto, options, input_indices)
 
 

@@ -155,9 +155,9 @@ def _check_custom_opsets(value) -> dict[str, int]:
     return dict(value)
 
 
-def _check_modules_as_functions(value) -> None:
+def _check_modules_as_functions(value, opset: int):
     if value is False:
-        return
+        return False
     if value is not True:
         if not isinstance(value, (set, frozenset)):
             raise TypeError(
@@ -168,9 +168,12 @@ def _check_modules_as_functions(value) -> None:
         bad = [c for c in value if not (isinstance(c, type) and issubclass(c, torch.nn.Module))]
         if bad:
             raise TypeError(f"export_modules_as_functions must hold nn.Module classes; got {bad!r}")
-    raise NotImplementedError(
-        "export_modules_as_functions is not implemented yet; leave it False (the default)"
-    )
+    if opset < 15:
+        raise ValueError(
+            f"export_modules_as_functions needs ONNX local functions, available from opset 15; "
+            f"opset_version is {opset}"
+        )
+    return True if value is True else frozenset(value)
 
 
 def validate_options(
@@ -214,7 +217,7 @@ def validate_options(
     autograd_inlining = _check_bool(autograd_inlining, "autograd_inlining")
     # None is the default of torch's public export signature and means False there.
     verbose = False if verbose is None else _check_bool(verbose, "verbose")
-    _check_modules_as_functions(export_modules_as_functions)
+    export_modules_as_functions = _check_modules_as_functions(export_modules_as_functions, opset)
     # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from opset 9
     # the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
     keep_inits = True if opset < 9 else bool(keep_initializers_as_inputs)
@@ -229,7 +232,7 @@ def validate_options(
         do_constant_folding=do_constant_folding,
         operator_export_type=operator_export_type,
         custom_opsets=custom_opsets,
-        export_modules_as_functions=False,
+        export_modules_as_functions=export_modules_as_functions,
         autograd_inlining=autograd_inlining,
         verbose=verbose,
     )

@@ -1,0 +1,297 @@
+"""``export_modules_as_functions``: the nodes of chosen module classes as ONNX local functions.
+
+Every converted node carries the scope of the module instance it came from (``/blocks/0/attn``).
+The nodes of one call of a chosen instance (a contiguous run with that scope prefix; the outermost
+chosen instance wins) are hoisted into a FunctionProto and replaced by one call node. Calls with the
+same body share one function named after the class, in the class's module as domain (as legacy:
+``torch.nn.modules.linear::Linear``); instances whose bodies differ in structure (not only in
+attribute values) get ``Class_1``, ``Class_2``... Weights stay initializers of the main graph and are passed as function
+inputs. The module's annotated scalar hyperparameters (``in_features: int``...) are attributes of the call,
+declared by the function, as the legacy exporter records them; node attributes whose values differ
+between calls of one class become function attributes (``inferred::Conv_kernel_shape``), as legacy.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import onnx
+import torch
+from onnx import helper
+
+from . import serialize
+from .ir import Graph, Node
+from .optimize.subgraphs import subgraph_references
+
+_SCALARS = (bool, int, float, str)
+
+
+def instance_paths(model: torch.nn.Module, selection) -> dict[str, torch.nn.Module]:
+    """``/blocks/0`` -> module, for every submodule whose class is selected (True: every submodule)."""
+    chosen = {}
+    for name, module in model.named_modules():
+        if not name:
+            continue
+        if selection is True or type(module) in selection:
+            chosen["/" + name.replace(".", "/")] = module
+    return chosen
+
+
+def _qualified(scope: str) -> str:
+    """A node scope as a module path: the tracer names children of containers by their qualified
+    name (``/blocks/blocks.0/l``), which is ``/blocks/0/l`` as ``named_modules`` spells it."""
+    parts: list[str] = []
+    for atom in scope.split("/")[1:]:
+        if "." in atom and (not parts or atom.startswith(".".join(parts) + ".")):
+            parts = atom.split(".")
+        else:
+            parts.append(atom)
+    return "/" + "/".join(parts)
+
+
+def _owner(scope: str, paths: dict[str, torch.nn.Module]) -> str | None:
+    """The outermost chosen instance path that ``scope`` lies in."""
+    parts = _qualified(scope).split("/")
+    for k in range(2, len(parts) + 1):
+        prefix = "/".join(parts[:k])
+        if prefix in paths:
+            return prefix
+    return None
+
+
+def hyperparameters(module: torch.nn.Module) -> dict:
+    """The module's annotated non-tensor attributes (legacy: type hints of the class minus nn.Module's)."""
+    try:
+        hints = typing.get_type_hints(type(module))
+        base = typing.get_type_hints(torch.nn.Module)
+    except Exception:  # unresolvable annotations: no attributes
+        return {}
+    found = {}
+    for name in hints:
+        if name in base or name.startswith("_"):
+            continue
+        value = getattr(module, name, None)
+        if isinstance(value, _SCALARS):  # legacy also records tensors (the weights); they stay inputs here
+            found[name] = value
+    return found
+
+
+def _runs(graph: Graph, paths: dict[str, torch.nn.Module]) -> list[tuple[str, int, int]]:
+    """(instance path, start, end) of each contiguous run of nodes from one chosen instance."""
+    runs, current = [], None
+    for k, node in enumerate(graph.nodes):
+        owner = _owner(node.scope, paths) if node.scope else None
+        if current is not None and owner == current[0]:
+            current[2] = k + 1
+            continue
+        if current is not None:
+            runs.append(tuple(current))
+        current = [owner, k, k + 1] if owner is not None else None
+    if current is not None:
+        runs.append(tuple(current))
+    return runs
+
+
+def _body(nodes: list[Node], graph: Graph, later_reads: set[int], output_ids: set[int]):
+    """(inputs, outputs) of a run: values it reads that it does not produce, and values it produces
+    that nodes after it, subgraphs or the graph outputs read."""
+    produced = {id(v) for n in nodes for v in n.outputs}
+    inputs, seen = [], set()
+    for node in nodes:
+        for v in node.inputs:
+            if v is not None and id(v) not in produced and id(v) not in seen:
+                seen.add(id(v))
+                inputs.append(v)
+    outputs = [v for n in nodes for v in n.outputs if id(v) in later_reads or id(v) in output_ids]
+    return inputs, outputs
+
+
+def _outer_names_read(nodes: list[Node], produced_names: set[str], graph: Graph) -> list:
+    """Values of the enclosing graph that subgraph attributes of ``nodes`` read by name."""
+    probe = Graph()
+    probe.nodes = nodes
+    names = subgraph_references(probe) - produced_names
+    by_name = {v.name: v for v in graph.inputs}
+    by_name.update({v.name: v for n in graph.nodes for v in n.outputs})
+    for name, tensor in graph.initializers.items():
+        by_name.setdefault(name, name)
+    return [by_name[n] for n in sorted(names) if n in by_name]
+
+
+def _signature(nodes: list[Node], inputs: list, outputs: list) -> bytes:
+    """The run's structure with its values renamed by position and attribute values left out:
+    equal for bodies that one function with attribute parameters can express."""
+    local = {id(v): f"i{k}" for k, v in enumerate(inputs)}
+    proto = onnx.GraphProto()
+    for node in nodes:
+        for v in node.outputs:
+            local.setdefault(id(v), f"v{len(local)}")
+        proto.node.append(onnx.NodeProto(
+            op_type=node.op_type, domain=node.domain,
+            input=["" if v is None else local[id(v)] for v in node.inputs],
+            output=[local[id(v)] for v in node.outputs],
+            attribute=[onnx.AttributeProto(name=k, type=serialize._attribute(k, kind, v).type)
+                       if kind not in ("t", "ts") else serialize._attribute(k, kind, v)
+                       for k, (kind, v) in sorted(node.attrs.items())]))
+    proto.output.extend(onnx.ValueInfoProto(name=local[id(v)]) for v in outputs)
+    return proto.SerializeToString(deterministic=True)
+
+
+class _Run:
+    __slots__ = ("path", "start", "end", "nodes", "kept", "inputs", "outputs", "module")
+
+    def __init__(self, **fields):
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+def _collect(graph: Graph, paths, output_ids: set[int]) -> list[_Run]:
+    found = []
+    for path, start, end in _runs(graph, paths):
+        nodes = graph.nodes[start:end]
+        if all(_is_constant(n) for n in nodes):
+            continue
+        in_run = {id(n) for n in nodes}
+        later_reads = {id(v) for n in graph.nodes if id(n) not in in_run for v in n.inputs if v is not None}
+        body_nodes, kept = _with_constants(nodes, later_reads | output_ids)
+        inputs, _ = _body(body_nodes, graph, later_reads, output_ids)
+        outputs = [v for n in nodes if not _is_constant(n) for v in n.outputs
+                   if id(v) in later_reads or id(v) in output_ids]
+        produced_names = {v.name for n in body_nodes for v in n.outputs}
+        for extra in _outer_names_read(body_nodes, produced_names, graph):
+            if isinstance(extra, str):  # an initializer known only by name
+                extra = next((v for n in graph.nodes for v in n.inputs if v is not None and v.name == extra),
+                             None)
+            if extra is not None and all(extra is not v for v in inputs):
+                inputs.append(extra)
+        if outputs:
+            found.append(_Run(path=path, start=start, end=end, nodes=body_nodes, kept=kept, inputs=inputs,
+                              outputs=outputs, module=paths[path]))
+    return found
+
+
+def _varying(runs: list[_Run]) -> dict[tuple[int, str], str]:
+    """(node index, attribute) -> function attribute name, for node attributes whose values differ
+    between the calls (legacy names them ``inferred::<Op>_<attribute>``)."""
+    varying: dict[tuple[int, str], str] = {}
+    first = runs[0]
+    for k, node in enumerate(first.nodes):
+        for name, (kind, _) in sorted(node.attrs.items()):
+            if kind in ("g", "gs"):
+                continue
+            values = {serialize._attribute(name, *run.nodes[k].attrs[name]).SerializeToString() for run in runs}
+            if len(values) > 1:
+                ref = f"inferred::{node.op_type}_{name}"
+                taken = set(varying.values())
+                suffix = 1
+                while ref in taken:
+                    ref, suffix = f"inferred::{node.op_type}_{name}_{suffix}", suffix + 1
+                varying[(k, name)] = ref
+    return varying
+
+
+def _function(domain: str, name: str, run: _Run, varying, hyper: list[str], opset: int,
+              custom_domains: dict[str, int]) -> onnx.FunctionProto:
+    body = serialize.graph_proto(_subgraph(run.nodes))
+    for (k, attr), ref in varying.items():
+        node = body.node[k]
+        for proto in node.attribute:
+            if proto.name == attr:
+                replacement = onnx.AttributeProto(name=attr, ref_attr_name=ref, type=proto.type)
+                proto.Clear()
+                proto.CopyFrom(replacement)
+    return helper.make_function(
+        domain, name, [v.name for v in run.inputs], [v.name for v in run.outputs], list(body.node),
+        [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in sorted(custom_domains.items())],
+        attributes=sorted({*hyper, *varying.values()}))
+
+
+def extract(graph: Graph, model, selection, opset: int, custom_domains: dict[str, int]):
+    """Hoist the chosen modules' nodes out of ``graph``; returns the FunctionProtos (and adds
+    their domains to ``custom_domains``)."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    paths = instance_paths(model, selection)
+    if not paths:
+        return []
+    output_ids = {id(v) for v in graph.outputs}
+    runs = _collect(graph, paths, output_ids)
+    groups: dict[tuple, list[_Run]] = {}
+    for run in runs:
+        groups.setdefault((type(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
+    imports = dict(custom_domains)
+    names_used: dict[tuple[str, str], int] = {}
+    functions: list[onnx.FunctionProto] = []
+    replacements: dict[int, tuple[int, list[Node]]] = {}
+    for (cls, _), members in groups.items():
+        domain = cls.__module__
+        count = names_used.get((domain, cls.__name__), 0)
+        names_used[(domain, cls.__name__)] = count + 1
+        name = cls.__name__ if count == 0 else f"{cls.__name__}_{count}"
+        varying = _varying(members)
+        hyper = {key for run in members for key in hyperparameters(run.module)}
+        functions.append(_function(domain, name, members[0], varying, sorted(hyper), opset, imports))
+        custom_domains.setdefault(domain, 1)
+        for run in members:
+            call = Node(name, domain, run.inputs, {}, graph.node_names.fresh(f"{run.path}/{name}"), run.path, "")
+            for key, value in hyperparameters(run.module).items():
+                call.attrs[key] = (_attr_kind(value), _plain(value))
+            for (k, attr), ref in varying.items():
+                call.attrs[ref] = run.nodes[k].attrs[attr]
+            call.outputs = run.outputs
+            for v in run.outputs:
+                v.producer = call
+            replacements[run.start] = (run.end, [*run.kept, call])
+    new_nodes, k = [], 0
+    while k < len(graph.nodes):
+        if k in replacements:
+            end, calls = replacements[k]
+            new_nodes.extend(calls)
+            k = end
+        else:
+            new_nodes.append(graph.nodes[k])
+            k += 1
+    graph.nodes = new_nodes
+    read = {id(v) for n in new_nodes for v in n.inputs if v is not None} | output_ids
+    names = subgraph_references(graph)
+    graph.nodes = [n for n in new_nodes if not _is_constant(n)
+                   or any(id(v) in read or v.name in names for v in n.outputs)]
+    return functions
+
+
+def _plain(value):
+    if isinstance(value, list):
+        return [int(v) if isinstance(v, bool) else v for v in value]
+    return int(value) if isinstance(value, bool) else value
+
+
+def _is_constant(node: Node) -> bool:
+    return node.op_type == "Constant" and not node.domain and not node.inputs
+
+
+def _with_constants(nodes: list[Node], read_outside: set[int]) -> tuple[list[Node], list[Node]]:
+    """The body of a run with every Constant it reads inside it, first, in order of first use (the
+    optimizer shares equal constants between module calls; each function gets its own copy), and
+    the run's constants that others read, which stay in the main graph too."""
+    order: dict[int, Node] = {}
+    for node in nodes:
+        if _is_constant(node):
+            continue
+        for v in node.inputs:
+            if v is not None and v.producer is not None and _is_constant(v.producer):
+                order.setdefault(id(v.producer), v.producer)
+    rest = [n for n in nodes if not _is_constant(n)]
+    kept = [n for n in nodes if _is_constant(n) and any(id(v) in read_outside for v in n.outputs)]
+    return [*order.values(), *rest], kept
+
+
+def _subgraph(nodes: list[Node]) -> Graph:
+    body = Graph()
+    body.nodes = list(nodes)
+    return body
+
+
+def _attr_kind(value) -> str:
+    item = value[0] if isinstance(value, list) else value
+    kind = "s" if isinstance(item, str) else "f" if isinstance(item, float) else "i"
+    return kind + "s" if isinstance(value, list) else kind
