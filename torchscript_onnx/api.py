@@ -282,7 +282,8 @@ def export(
         keep_initializers_as_inputs: also list the initializers as graph inputs; None (default)
             means False. Opsets 7 and 8 (IR version 3) always list them.
         custom_opsets: ``{domain: version}`` for custom domains the symbolics emit.
-        export_modules_as_functions: only False is implemented.
+        export_modules_as_functions: True or a set of nn.Module classes: their calls become ONNX local
+            functions (opset 15+; see functions.py).
         autograd_inlining: accepted for compatibility.
 
     Returns:
