@@ -149,6 +149,7 @@ def test_no_dynamic_dim_is_baked_into_shapes(name):
         axes = entry.dynamic_axes.get(value.name, {})
         dims = _dims(value)
         assert all(dims[axis] == dim_name for axis, dim_name in axes.items()), (value.name, dims)
+        assert {d for d in dims if isinstance(d, str)} <= named, (value.name, dims)
     inferred = onnx.shape_inference.infer_shapes(proto)
     for value in list(inferred.graph.value_info) + list(inferred.graph.output):
         dims = _dims(value)
