@@ -22,3 +22,4 @@ from .opset9.linalg import *  # noqa: F401,F403
 from .opset9.joining import *  # noqa: F401,F403
 from .opset9.autograd import *  # noqa: F401,F403
 from .opset9.transformer import *  # noqa: F401,F403
+from .opset9.sorting import *  # noqa: F401,F403
