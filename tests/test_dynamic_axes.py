@@ -131,8 +131,12 @@ def test_size_arithmetic_stays_dynamic(case, opset):
 # ---------------------------------------------------------------------------------------------
 # Transformer models: no dynamic dim baked in, and static exports fold the shape arithmetic
 
-transformers = pytest.importorskip("transformers", reason="transformers is in the test extra")
-from tests.models.transformers_zoo import ZOO  # noqa: E402
+
+def _zoo():
+    pytest.importorskip("transformers", reason="transformers is in the test extra")
+    from tests.models.transformers_zoo import ZOO
+
+    return ZOO
 
 BATCH, SEQ = 7, 11  # sizes no model dim uses, so a baked-in copy is visible
 BAKED_MODELS = ["bert", "gpt2", "llama_padded", "nn_transformer_encoder"]
@@ -140,7 +144,7 @@ BAKED_MODELS = ["bert", "gpt2", "llama_padded", "nn_transformer_encoder"]
 
 @pytest.mark.parametrize("name", BAKED_MODELS)
 def test_no_dynamic_dim_is_baked_into_shapes(name):
-    entry = ZOO[name]
+    entry = _zoo()[name]
     model, args = entry.model(), entry.inputs(BATCH, SEQ)
     proto = _export(model, args, opset_version=17, input_names=entry.input_names, output_names=entry.output_names,
                     dynamic_axes=entry.dynamic_axes)
@@ -166,7 +170,7 @@ def test_no_dynamic_dim_is_baked_into_shapes(name):
 
 @pytest.mark.parametrize("name", ["bert", "llama_padded"])
 def test_static_export_folds_shape_arithmetic(name):
-    entry = ZOO[name]
+    entry = _zoo()[name]
     model, args = entry.model(), entry.inputs(BATCH, SEQ)
     dynamic = build(model, args, opset_version=17, input_names=entry.input_names, output_names=entry.output_names,
                     dynamic_axes=entry.dynamic_axes).graph
