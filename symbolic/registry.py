@@ -100,6 +100,12 @@ def unregister_custom(name: str, opset: int) -> None:
     del entry.custom[opset]
 
 
+def has_custom(name: str, opset: int) -> bool:
+    """Whether a user registration serves ``name`` at ``opset``."""
+    entry = _REGISTRY.get(name)
+    return entry is not None and _fall_through(entry.custom, opset) is not None
+
+
 def lookup(name: str, opset: int) -> Callable | None:
     """The conversion of ``name`` at ``opset``; in-place ops (``relu_``) fall back to theirs."""
     _load_builtins()

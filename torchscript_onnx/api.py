@@ -15,6 +15,8 @@ from collections.abc import Mapping
 import onnx
 import torch
 
+from symbolic import registry
+
 from . import capture as capture_mod
 from . import serialize
 from .context import GraphContext
@@ -176,7 +178,9 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)
-    captured = capture_mod.capture(model, args, options.training, options.autograd_inlining)
+    # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
+    inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
+    captured = capture_mod.capture(model, args, options.training, inlining)
     prepare(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))

@@ -40,3 +40,20 @@ def python_op(g, *inputs, **attrs):
     tensors, scalars = iter(inputs), iter(node.scalar_args())
     args = [next(tensors) if kind == "d" else next(scalars) for kind in node.cconv()]
     return symbolic(g, *args)
+
+
+def custom_python_op(fn):
+    """A user's ``prim::PythonOp`` symbolic as legacy calls it: only for Functions without their own
+    ``symbolic``, with the tensor inputs and the node's attributes by plain name (``name`` the
+    Function's class name, ``module``, ``inplace``)."""
+
+    def convert(g, *inputs, **attrs):
+        node = g.original_node
+        cls = function_class(node)
+        if getattr(cls, "symbolic", None) is not None:
+            return python_op(g, *inputs)
+        plain = {"inplace": node.i("inplace"), "module": node.s("module"), "name": node.pyname()}
+        return fn(g, *inputs, **plain)
+
+    convert.__wrapped__ = fn
+    return convert
