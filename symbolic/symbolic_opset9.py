@@ -23,3 +23,6 @@ from .opset9.joining import *  # noqa: F401,F403
 from .opset9.autograd import *  # noqa: F401,F403
 from .opset9.transformer import *  # noqa: F401,F403
 from .opset9.sorting import *  # noqa: F401,F403
+from .opset9.resize import *  # noqa: F401,F403
+from .opset9.padding import *  # noqa: F401,F403
+from .opset9.rearrange import *  # noqa: F401,F403
