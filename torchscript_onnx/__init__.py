@@ -18,3 +18,15 @@ __all__ = [
 from .audit import AuditReport, audit, unconvertible_ops  # noqa: E402
 
 __all__ += ["AuditReport", "audit", "unconvertible_ops"]
+
+
+def __getattr__(name: str):
+    """``from torchscript_onnx import symbolic_opset9`` (legacy ``from torch.onnx import symbolic_opset9``)."""
+    if name.startswith("symbolic_opset") and name[len("symbolic_opset"):].isdigit():
+        import importlib
+
+        try:
+            return importlib.import_module(f"symbolic.{name}")
+        except ModuleNotFoundError:
+            pass
+    raise AttributeError(f"module 'torchscript_onnx' has no attribute {name!r}")
