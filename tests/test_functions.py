@@ -156,3 +156,57 @@ def test_classes_not_in_the_model_change_nothing():
 def test_below_opset_15_is_a_clear_error(opset):
     with pytest.raises(ValueError, match="available from opset 15"):
         tso.export(Stack().eval(), (_x(3, 4),), opset_version=opset, export_modules_as_functions={Block})
+
+
+# -- g.onnxscript_op --------------------------------------------------------------------------------
+
+import onnxscript  # noqa: E402  (installed in the test environment; optional for users)
+from onnxscript import opset18 as op  # noqa: E402
+
+CUSTOM = onnxscript.values.Opset("com.tso_test", 1)
+
+
+@onnxscript.script(CUSTOM)
+def MySwish(X):  # noqa: N802,N803 - ONNX naming
+    return op.Mul(X, op.Sigmoid(X))
+
+
+def _silu_by_onnxscript(g, x):
+    return g.onnxscript_op(MySwish, x).setType(x.type())
+
+
+@pytest.fixture
+def silu_registered():
+    tso.register_custom_op_symbolic("aten::silu", _silu_by_onnxscript, 15)
+    yield
+    tso.unregister_custom_op_symbolic("aten::silu", 15)
+
+
+@pytest.mark.parametrize("opset", [15, 18, 26])
+def test_onnxscript_op_adds_its_function(silu_registered, opset):
+    model, x = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.SiLU()), _x(2, 3)
+    verify(model, (x,), opset_version=opset)
+    proto = tso.export(model, (x,), opset_version=opset)
+    assert ("com.tso_test", "MySwish") in [(n.domain, n.op_type) for n in proto.graph.node]
+    assert [(f.domain, f.name) for f in proto.functions] == [("com.tso_test", "MySwish")]
+    assert {i.domain: i.version for i in proto.opset_import}["com.tso_test"] == 1
+
+
+def test_onnxscript_op_without_onnxscript_is_a_clear_error(silu_registered, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxscript", None)
+    with pytest.raises(tso.SymbolicValueError, match="needs onnxscript"):
+        tso.export(torch.nn.SiLU(), (_x(2, 3),), opset_version=17)
+
+
+def test_onnxscript_op_refuses_plain_functions():
+    def symbolic(g, x):
+        return g.onnxscript_op(lambda X: X, x)
+
+    tso.register_custom_op_symbolic("aten::silu", symbolic, 15)
+    try:
+        with pytest.raises(tso.SymbolicValueError, match="expects an onnxscript function"):
+            tso.export(torch.nn.SiLU(), (_x(2, 3),), opset_version=17)
+    finally:
+        tso.unregister_custom_op_symbolic("aten::silu", 15)

@@ -195,7 +195,9 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
         functions = extract(graph, model, options.export_modules_as_functions, options.opset_version,
                             ctx.custom_domains)
     model_proto = _model_proto(graph, ctx, options)
-    model_proto.functions.extend(functions)
+    from .functions import onnxscript_functions
+
+    model_proto.functions.extend(functions + onnxscript_functions(ctx))
     return Exported(graph, model_proto, options, input_indices)
 
 

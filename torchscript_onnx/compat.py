@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from . import dtypes
+from .context import GraphContext
 from .ir import Value
 
 
@@ -131,3 +132,12 @@ Value.node = lambda self: NodeView(self)
 Value.debugName = lambda self: self.name
 Value.unique = lambda self: id(self)
 Value.isCompleteTensor = lambda self: _type(self).isCompleteTensor()
+
+
+def _onnxscript_op(self, onnx_fn, *args, outputs: int = 1, **attributes):
+    from .functions import onnxscript_op
+
+    return onnxscript_op(self, onnx_fn, *args, outputs=outputs, **attributes)
+
+
+GraphContext.onnxscript_op = _onnxscript_op
