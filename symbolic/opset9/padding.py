@@ -1,0 +1,151 @@
+"""Padding at opset 9: F.pad and the aten pad ops as ONNX Pad (constant, reflect, edge), circular
+padding as Slice + Concat (ONNX Pad mode "wrap" from opset 19), negative pads as Slice (cropping).
+
+torch lists pads from the last dim backwards, (begin, end) per dim; ONNX lists all begins, then all
+ends, from the first dim. The pads move from an attribute to an input at opset 11 (onnx_ops.pad).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pairs(input, pad, op: str) -> list[tuple[int, int]]:
+    """(begin, end) per dim of ``input``, first dim first."""
+    rank = sh.rank(input)
+    if rank is None:
+        sh.value_error(f"{op}: the input rank must be known", input)
+    raw = sh.const(pad, None)
+    if raw is None:
+        sh.value_error(f"{op}: the pads must be known at export time", pad)
+    raw = [int(p) for p in raw]
+    if len(raw) % 2 or len(raw) // 2 > rank:
+        sh.value_error(f"{op}: {len(raw)} pads do not fit an input of rank {rank}", input)
+    pairs = [(0, 0)] * rank
+    for k in range(len(raw) // 2):
+        pairs[rank - 1 - k] = (raw[2 * k], raw[2 * k + 1])
+    return pairs
+
+
+def _crop(g, input, pairs):
+    """Apply the negative pads as a Slice; return the input and the pads left (all >= 0)."""
+    axes = [a for a, (b, e) in enumerate(pairs) if b < 0 or e < 0]
+    if not axes:
+        return input, pairs
+    starts = [max(-pairs[a][0], 0) for a in axes]
+    ends = [pairs[a][1] if pairs[a][1] < 0 else onnx_ops.INT64_MAX for a in axes]
+    cropped = onnx_ops.slice(g, input, axes, starts, ends)
+    return cropped, [(max(b, 0), max(e, 0)) for b, e in pairs]
+
+
+def _circular(g, input, pairs):
+    """Wrap around: prepend the last ``begin`` elements and append the first ``end`` ones."""
+    out = input
+    for axis, (begin, end) in enumerate(pairs):
+        if begin == 0 and end == 0:
+            continue
+        parts = []
+        if begin:
+            parts.append(onnx_ops.slice(g, out, [axis], [-begin], [onnx_ops.INT64_MAX]))
+        parts.append(out)
+        if end:
+            parts.append(onnx_ops.slice(g, out, [axis], [0], [end]))
+        out = g.op("Concat", *parts, axis_i=axis)
+    return out
+
+
+def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
+    """The one lowering behind every aten pad op."""
+    if mode not in _MODES:
+        sh.value_error(f"{op}: padding mode {mode!r} is not supported")
+    pairs = _pairs(input, pad, op)
+    input, pairs = _crop(g, input, pairs)
+    if not any(b or e for b, e in pairs):
+        return input if input.producer is not None else g.op("Identity", input)
+    if mode == "circular" and g.opset < 19:
+        return _circular(g, input, pairs)
+    if input.dtype == torch.bool:
+        # Pad takes bool from opset 13 only, and onnxruntime has no bool kernel: pad as uint8 / float.
+        wide = onnx_ops.cast(g, input, torch.uint8 if g.opset >= 11 else torch.float32)
+        return onnx_ops.cast(g, _pad(g, wide, pairs, mode, value), torch.bool)
+    if g.opset < 11 and input.dtype is not None and not input.dtype.is_floating_point:
+        sh.value_error(f"{op}: padding a {input.dtype} tensor needs Pad for all types, opset 11 "
+                       "(pass opset_version=11)")
+    return _pad(g, input, pairs, mode, value)
+
+
+def _pad(g, input, pairs, mode, value):
+    pads = [b for b, _ in pairs] + [e for _, e in pairs]
+    if mode == "constant":
+        fill = 0.0 if value is None else value
+        if input.dtype is not None and not input.dtype.is_floating_point:
+            fill = int(fill)
+        return onnx_ops.pad(g, input, pads, "constant", fill)
+    return onnx_ops.pad(g, input, pads, _MODES[mode])
+
+
+@_onnx_symbolic("aten::pad")
+def pad(g, self, pad, mode, value):
+    """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor"""
+    return pad_nd(g, self, pad, sh.const(mode, "constant"), sh.const(value, None), op="pad")
+
+
+@_onnx_symbolic("aten::constant_pad_nd")
+def constant_pad_nd(g, self, pad, value):
+    """constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor"""
+    fill = sh.const(value, None)
+    if isinstance(fill, torch.Tensor):
+        fill = fill.item()
+    if fill is None and not sh.is_none(value):
+        sh.value_error("constant_pad_nd: the fill value must be known at export time", value)
+    return pad_nd(g, self, pad, "constant", fill, op="constant_pad_nd")
+
+
+@_onnx_symbolic("aten::_pad_circular")
+def _pad_circular(g, self, pad):
+    """_pad_circular(Tensor self, SymInt[] pad) -> Tensor"""
+    return pad_nd(g, self, pad, "circular", op="_pad_circular")
+
+
+@_onnx_symbolic("aten::reflection_pad1d")
+def reflection_pad1d(g, self, padding):
+    """reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "reflect", op="reflection_pad1d")
+
+
+@_onnx_symbolic("aten::reflection_pad2d")
+def reflection_pad2d(g, self, padding):
+    """reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "reflect", op="reflection_pad2d")
+
+
+@_onnx_symbolic("aten::reflection_pad3d")
+def reflection_pad3d(g, self, padding):
+    """reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "reflect", op="reflection_pad3d")
+
+
+@_onnx_symbolic("aten::replication_pad1d")
+def replication_pad1d(g, self, padding):
+    """replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "replicate", op="replication_pad1d")
+
+
+@_onnx_symbolic("aten::replication_pad2d")
+def replication_pad2d(g, self, padding):
+    """replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "replicate", op="replication_pad2d")
+
+
+@_onnx_symbolic("aten::replication_pad3d")
+def replication_pad3d(g, self, padding):
+    """replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor"""
+    return pad_nd(g, self, padding, "replicate", op="replication_pad3d")
