@@ -71,7 +71,7 @@ def _captured_graph(model, args, training, kwargs=None) -> torch._C.Graph:
 def unconvertible_ops(model, args, training: TrainingMode = TrainingMode.EVAL,
                       opset_version: int | None = None) -> tuple[torch._C.Graph, list[str]]:
     """The captured graph and the names of its ops without a conversion at ``opset_version``
-    (as ``torch.onnx.utils.unconvertible_ops``)."""
+    (as the legacy ``utils.unconvertible_ops``)."""
     opset = check_opset(opset_version)
     graph = _captured_graph(model, args, training)
     return graph, [op.name for op in find_unsupported(graph, opset)]
