@@ -21,7 +21,7 @@ __all__ += ["AuditReport", "audit", "unconvertible_ops"]
 
 
 def __getattr__(name: str):
-    """``from torchscript_onnx import symbolic_opset9`` (legacy ``from torch.onnx import symbolic_opset9``)."""
+    """``from torchscript_onnx import symbolic_opset9``, the legacy import path with the package renamed."""
     if name.startswith("symbolic_opset") and name[len("symbolic_opset"):].isdigit():
         import importlib
 
