@@ -9,3 +9,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(16)
+from .opset16.rearrange import *  # noqa: F401,F403

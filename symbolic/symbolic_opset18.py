@@ -12,3 +12,4 @@ from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(18)
 from .opset18.activation import *  # noqa: F401,F403
+from .opset18.rearrange import *  # noqa: F401,F403

@@ -11,3 +11,4 @@ from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(20)
 from .opset20.activation import *  # noqa: F401,F403
+from .opset20.rearrange import *  # noqa: F401,F403

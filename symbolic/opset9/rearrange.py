@@ -1,6 +1,6 @@
 """Rearranging at opset 9: channel shuffle, im2col (F.unfold) and col2im (F.fold) as Conv /
-ConvTranspose with one-hot kernels, affine_grid as a MatMul with a constant base grid, and
-grid_sampler (ONNX GridSample from opset 16)."""
+ConvTranspose with one-hot kernels, affine_grid as a MatMul with a constant base grid.
+grid_sampler starts at opset 16 (GridSample), see ``symbolic/opset16/rearrange.py``."""
 
 from __future__ import annotations
 
@@ -75,13 +75,9 @@ def im2col(g, self, kernel_size, dilation, padding, stride):
 @sh.parse_args("v", "is", "is", "is", "is", "is")
 def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     """col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor"""
+    # The transpose of im2col: a grouped ConvTranspose with the same one-hot filters (Col2Im at 18).
     unbatched = self.rank == 2
     x = onnx_ops.unsqueeze(g, self, [0]) if unbatched else self
-    if g.opset >= 18:
-        out = g.op("Col2Im", x, g.constant(output_size, torch.int64), g.constant(kernel_size, torch.int64),
-                   dilations_i=dilation, pads_i=padding + padding, strides_i=stride)
-        return onnx_ops.squeeze(g, out, [0]) if unbatched else out
-    # Below 18: the transpose of im2col, a grouped ConvTranspose with the same one-hot filters.
     _float_input(self, "col2im")
     blocks = kernel_size[0] * kernel_size[1]
     if not sh.is_static(x, 1):
@@ -99,31 +95,10 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     return onnx_ops.squeeze(g, out, [0]) if unbatched else out
 
 
-_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
-_GRID_MODES_20 = {0: "linear", 1: "nearest", 2: "cubic"}
-_GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
-
-
-@_onnx_symbolic("aten::grid_sampler")
-@sh.parse_args("v", "v", "i", "i", "b")
-def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
-    """grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
-    if g.opset < 16:
-        sh.value_error("grid_sampler needs GridSample, opset 16 (pass opset_version=16)")
-    if input.rank != 4 and g.opset < 20:
-        sh.value_error("grid_sampler: a 5-D (volumetric) input needs GridSample for N-D, opset 20 "
-                       "(pass opset_version=20)", input)
-    modes = _GRID_MODES_20 if g.opset >= 20 else _GRID_MODES
-    return g.op("GridSample", input, grid, mode_s=modes[interpolation_mode],
-                padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
-
-
 @_onnx_symbolic("aten::affine_grid_generator")
 @sh.parse_args("v", "is", "b")
 def affine_grid_generator(g, theta, size, align_corners):
     """affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor"""
-    if g.opset >= 20:
-        return g.op("AffineGrid", theta, g.constant(size, torch.int64), align_corners_i=int(align_corners))
     # The base grid ([x, y, 1] per output pixel) is a constant; each batch maps it by theta.
     dtype = theta.dtype or torch.float32
     spatial = len(size) - 2
