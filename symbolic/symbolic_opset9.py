@@ -26,3 +26,6 @@ from .opset9.sorting import *  # noqa: F401,F403
 from .opset9.resize import *  # noqa: F401,F403
 from .opset9.padding import *  # noqa: F401,F403
 from .opset9.rearrange import *  # noqa: F401,F403
+from .opset9.normalization import *  # noqa: F401,F403
+from .opset9.loss import *  # noqa: F401,F403
+from .opset9.quantized import *  # noqa: F401,F403

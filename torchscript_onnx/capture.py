@@ -250,6 +250,10 @@ def _check_arity(model, args: tuple) -> None:
 def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
             torch.no_grad():
+        if _has_packed_params(model):
+            # Packed quantized weights are not tensors: tracing cannot pass them as graph inputs.
+            # torch.jit.trace keeps them as module attributes; the symbolics unpack them.
+            model = torch.jit.trace(model, tuple(args), check_trace=False)
         if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
             captured = _capture_script(model, args)
         else:
@@ -257,6 +261,14 @@ def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool 
     if autograd_inlining:
         inline_autograd_functions(captured.graph)
     return captured
+
+
+def _has_packed_params(model) -> bool:
+    """An eager quantized module (torch.ao.nn.quantized) holds ScriptObject packed weights."""
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        return False
+    return any(isinstance(getattr(m, "_packed_params", None), (torch.ScriptObject, torch.nn.Module))
+               for m in model.modules())
 
 
 def inline_autograd_functions(graph: torch._C.Graph) -> None:
@@ -367,3 +379,16 @@ def _specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
     torch._C._jit_pass_peephole(graph, True)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_dce(graph)
+    _propagate_dtypes(graph, inputs, examples)
+
+
+def _propagate_dtypes(graph: torch._C.Graph, inputs: list, examples: list) -> None:
+    """Give intermediate values the dtypes (and example sizes) a trace would record, so symbolics
+    that promote through ``g.output_dtype`` see them. Runs after the folds above, so sizes it
+    stamps never become constants; the converter treats them like traced sizes."""
+    if len(inputs) != len(list(graph.inputs())) or not all(isinstance(e, torch.Tensor) for e in examples):
+        return  # a method graph (``self`` first) or non-tensor inputs: the pass takes tensors only
+    try:
+        torch._C._jit_pass_complete_shape_analysis(graph, tuple(examples), False)
+    except RuntimeError:
+        pass  # best effort: values keep their scripted types

@@ -115,7 +115,9 @@ class GraphContext:
             return None
         from .dtypes import SCALAR_NAME_TO_TORCH
 
-        return SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
+        dtype = SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
+        # a quantized tensor is its dequantized float inside the converter (symbolic/opset9/quantized.py)
+        return torch.float32 if dtype in (torch.quint8, torch.qint8, torch.qint32) else dtype
 
     def materialize(self, value: Value | None) -> Value | None:
         """Return ``value`` as a graph value, emitting its constant or list once if needed."""

@@ -105,6 +105,15 @@ def _same_as_input(node: Node) -> None:
     _set(node, 0, x.dtype, x.shape)
 
 
+def _quantize_linear(node: Node) -> None:
+    zero_point = _input(node, 2)
+    _set(node, 0, zero_point.dtype if zero_point is not None else torch.uint8, node.inputs[0].shape)
+
+
+def _dequantize_linear(node: Node) -> None:
+    _set(node, 0, node.inputs[1].dtype, node.inputs[0].shape)
+
+
 def _elementwise(node: Node) -> None:
     values = [v for v in node.inputs if v is not None]
     _set(node, 0, values[0].dtype, broadcast(*(v.shape for v in values)))
@@ -653,6 +662,8 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "Unique": _unique,
     "Compress": _compress,
     "OneHot": _one_hot,
+    "QuantizeLinear": _quantize_linear,
+    "DequantizeLinear": _dequantize_linear,
     "Scatter": _same_as_input,
     "ScatterElements": _same_as_input,
     "ScatterND": _same_as_input,

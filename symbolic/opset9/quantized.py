@@ -1,0 +1,246 @@
+"""Quantized tensors and eager-mode quantized modules as ONNX QuantizeLinear/DequantizeLinear.
+
+Representation: ONNX has no quantized tensor type, so inside the converter a quantized torch tensor
+is the FLOAT tensor it dequantizes to, produced by ``DequantizeLinear(QuantizeLinear(x))`` (the
+QDQ form runtimes fuse into integer kernels). Ops on quantized tensors that are exact in float
+(relu, flatten, max_pool, reshape) reuse the float conversions; ``aten::dequantize`` is the
+identity. A quantized op (``quantized::conv2d`` etc.) computes in float from its dequantized input
+and int8 weights (``DequantizeLinear`` of an int8 initializer), then quantizes its output with
+the op's output scale and zero point. Packed weights (``Conv2dPackedParamsBase``,
+``LinearPackedParamsBase``) reach the symbolics as export-time constants (a quantized model is
+captured through ``torch.jit.trace``, see capture.py) and are unpacked with ``unpack()`` /
+``quantized.linear_unpack``.
+
+QuantizeLinear/DequantizeLinear exist from opset 10; per-channel (``axis``) from opset 13.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+# torch ScalarType index / quantized dtype -> the ONNX integer type of the zero point
+_SCALAR_TYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}
+_RANGES = {(0, 255): torch.uint8, (-128, 127): torch.int8}
+
+
+def _need(g, opset: int, what: str) -> None:
+    if g.opset < opset:
+        sh.unimplemented(what, f"needs ONNX opset {opset} (QuantizeLinear/DequantizeLinear"
+                               f"{' with axis' if opset == 13 else ''}): pass opset_version={opset}")
+
+
+def _scalar(g, value, dtype: torch.dtype, op: str):
+    """A scale or zero point: a constant of ``dtype``, or a runtime tensor cast to it."""
+    known = sh.const(value, None) if not isinstance(value, (int, float)) else value
+    if isinstance(known, torch.Tensor):
+        known = known.tolist()
+    if known is not None:
+        return g.constant(torch.tensor(known, dtype=torch.float64).to(dtype), dtype)
+    return value if dtype == value.dtype else onnx_ops.cast(g, value, dtype)
+
+
+def qdq(g, x, scale, zero_point, zp_dtype: torch.dtype, axis: int | None = None, op: str = "quantize"):
+    """``DequantizeLinear(QuantizeLinear(x))``: x rounded to the quantization grid, as float."""
+    _need(g, 13 if axis is not None else 10, op)
+    if zp_dtype == torch.int32:
+        sh.unimplemented(op, "qint32 activations have no QuantizeLinear zero point type before opset 21")
+    scale = _scalar(g, scale, torch.float32, op)
+    zero_point = _scalar(g, zero_point, zp_dtype, op)
+    kw = {"axis_i": axis} if axis is not None else {}
+    q = g.op("QuantizeLinear", x, scale, zero_point, **kw)
+    return g.op("DequantizeLinear", q, scale, zero_point, **kw)
+
+
+def _out_dtype(g) -> torch.dtype:
+    """The integer type of the node's quantized output (g.output_dtype reports it as float)."""
+    name = g.original_node.outputsAt(0).type().scalarType()
+    return {"QInt8": torch.int8, "QUInt8": torch.uint8, "QInt32": torch.int32}.get(name, torch.uint8)
+
+
+def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False):
+    """A quantized weight as ``DequantizeLinear`` of its integer values (an initializer)."""
+    ints = qweight.int_repr()
+    if transpose:
+        ints = ints.t().contiguous()
+    if qweight.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+        _need(g, 10, op)
+        scale = g.constant(float(qweight.q_scale()), torch.float32)
+        zero_point = g.constant(int(qweight.q_zero_point()), ints.dtype)
+        return g.op("DequantizeLinear", g.constant(ints, ints.dtype), scale, zero_point)
+    if qweight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        _need(g, 13, f"{op} with per-channel weights")
+        axis = qweight.q_per_channel_axis()
+        if transpose:
+            axis = 1 - axis
+        scale = g.constant(qweight.q_per_channel_scales().to(torch.float32), torch.float32)
+        zero_point = g.constant(qweight.q_per_channel_zero_points().to(ints.dtype), ints.dtype)
+        return g.op("DequantizeLinear", g.constant(ints, ints.dtype), scale, zero_point, axis_i=axis)
+    sh.unimplemented(op, f"weights quantized as {qweight.qscheme()}")
+
+
+def _packed(value, op: str):
+    obj = sh.const(value, None)
+    if obj is None:
+        sh.value_error(f"{op}: the packed weights must be known at export time", value)
+    return obj
+
+
+@_onnx_symbolic("aten::quantize_per_tensor")
+def quantize_per_tensor(g, self, scale, zero_point, dtype):
+    """quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor"""
+    return qdq(g, self, scale, zero_point, _SCALAR_TYPES[sh.const(dtype)], op="quantize_per_tensor")
+
+
+@_onnx_symbolic("aten::quantize_per_channel")
+def quantize_per_channel(g, self, scales, zero_points, axis, dtype):
+    """quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor"""
+    return qdq(g, self, scales, zero_points, _SCALAR_TYPES[sh.const(dtype)], axis=sh.const(axis),
+               op="quantize_per_channel")
+
+
+@_onnx_symbolic("aten::dequantize")
+def dequantize(g, self):
+    """dequantize.self(Tensor self) -> Tensor"""
+    return self  # a quantized value already is its dequantized float (module docstring)
+
+
+def _range_dtype(quant_min, quant_max, op: str) -> torch.dtype:
+    bounds = (sh.const(quant_min), sh.const(quant_max))
+    if bounds not in _RANGES:
+        sh.unimplemented(op, f"quant_min/quant_max {bounds}: ONNX quantizes to (0, 255) or (-128, 127) only")
+    return _RANGES[bounds]
+
+
+@_onnx_symbolic("aten::fake_quantize_per_tensor_affine")
+def fake_quantize_per_tensor_affine(g, self, scale, zero_point, quant_min=None, quant_max=None):
+    """fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor"""
+    dtype = _range_dtype(quant_min, quant_max, "fake_quantize_per_tensor_affine")
+    return qdq(g, self, scale, zero_point, dtype, op="fake_quantize_per_tensor_affine")
+
+
+@_onnx_symbolic("aten::fake_quantize_per_channel_affine")
+def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min, quant_max):
+    """fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor"""
+    dtype = _range_dtype(quant_min, quant_max, "fake_quantize_per_channel_affine")
+    return qdq(g, self, scale, zero_point, dtype, axis=sh.const(axis), op="fake_quantize_per_channel_affine")
+
+
+def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = False):
+    params = _packed(packed, op)
+    qweight, bias = params.unpack()
+    spatial = qweight.dim() - 2
+    if params.transpose():
+        sh.unimplemented(op, "transposed quantized convolution")
+    w = weight(g, qweight, op)
+    kernel = list(qweight.shape[2:])
+    stride, padding, dilation = (list(f())[-spatial:] for f in (params.stride, params.padding, params.dilation))
+    inputs = [qx, w] + ([g.constant(bias.detach().float(), torch.float32)] if bias is not None else [])
+    out = g.op("Conv", *inputs, kernel_shape_i=kernel, strides_i=stride, pads_i=padding + padding,
+               dilations_i=dilation, group_i=params.groups())
+    if relu:
+        out = g.op("Relu", out)
+    return qdq(g, out, output_scale, output_zero_point, _out_dtype(g), op=op)
+
+
+@_onnx_symbolic("quantized::conv1d")
+def quantized_conv1d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv1d(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv1d")
+
+
+@_onnx_symbolic("quantized::conv1d_relu")
+def quantized_conv1d_relu(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv1d_relu(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv1d_relu", relu=True)
+
+
+@_onnx_symbolic("quantized::conv2d")
+def quantized_conv2d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv2d.new(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv2d")
+
+
+@_onnx_symbolic("quantized::conv2d_relu")
+def quantized_conv2d_relu(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv2d_relu.new(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv2d_relu", relu=True)
+
+
+@_onnx_symbolic("quantized::conv3d")
+def quantized_conv3d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv3d.new(Tensor qx, __torch__.torch.classes.quantized.Conv3dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv3d")
+
+
+@_onnx_symbolic("quantized::conv3d_relu")
+def quantized_conv3d_relu(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv3d_relu.new(Tensor qx, __torch__.torch.classes.quantized.Conv3dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv3d_relu", relu=True)
+
+
+def _linear(g, x, packed, scale, zero_point, op: str, relu: bool = False):
+    qweight, bias = torch.ops.quantized.linear_unpack(_packed(packed, op))
+    out = g.op("MatMul", x, weight(g, qweight, op, transpose=True))
+    if bias is not None:
+        out = g.op("Add", out, g.constant(bias.detach().float(), torch.float32))
+    if relu:
+        out = g.op("Relu", out)
+    return qdq(g, out, scale, zero_point, _out_dtype(g), op=op)
+
+
+@_onnx_symbolic("quantized::linear")
+def quantized_linear(g, X, W_prepack, Y_scale_i, Y_zero_point_i):
+    """quantized::linear(Tensor X, __torch__.torch.classes.quantized.LinearPackedParamsBase W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y"""
+    return _linear(g, X, W_prepack, Y_scale_i, Y_zero_point_i, "quantized::linear")
+
+
+@_onnx_symbolic("quantized::linear_relu")
+def quantized_linear_relu(g, X, W_prepack, Y_scale_i, Y_zero_point_i):
+    """quantized::linear_relu(Tensor X, __torch__.torch.classes.quantized.LinearPackedParamsBase W_prepack, float Y_scale_i, int Y_zero_point_i) -> Tensor Y"""
+    return _linear(g, X, W_prepack, Y_scale_i, Y_zero_point_i, "quantized::linear_relu", relu=True)
+
+
+def _binary(g, op_type: str, qa, qb, scale, zero_point, op: str, relu: bool = False):
+    out = g.op(op_type, qa, qb)
+    if relu:
+        out = g.op("Relu", out)
+    return qdq(g, out, scale, zero_point, _out_dtype(g), op=op)
+
+
+@_onnx_symbolic("quantized::add")
+def quantized_add(g, qa, qb, scale, zero_point):
+    """quantized::add(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc"""
+    return _binary(g, "Add", qa, qb, scale, zero_point, "quantized::add")
+
+
+@_onnx_symbolic("quantized::add_relu")
+def quantized_add_relu(g, qa, qb, scale, zero_point):
+    """quantized::add_relu(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc"""
+    return _binary(g, "Add", qa, qb, scale, zero_point, "quantized::add_relu", relu=True)
+
+
+@_onnx_symbolic("quantized::mul")
+def quantized_mul(g, qa, qb, scale, zero_point):
+    """quantized::mul(Tensor qa, Tensor qb, float scale, int zero_point) -> Tensor qc"""
+    return _binary(g, "Mul", qa, qb, scale, zero_point, "quantized::mul")
+
+
+@_onnx_symbolic("quantized::cat")
+def quantized_cat(g, qx, dim, scale, zero_point):
+    """quantized::cat(Tensor[] qx, int dim, float? scale, int? zero_point) -> Tensor"""
+    out = g.op("Concat", *sh.unpack_list(qx), axis_i=sh.const(dim))
+    if sh.is_none(scale):
+        return out  # the inputs' quantization is kept
+    return qdq(g, out, scale, zero_point, _out_dtype(g), op="quantized::cat")
+
+
+@_onnx_symbolic("quantized::sigmoid")
+def quantized_sigmoid(g, qx, output_scale, output_zero_point):
+    """quantized::sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor"""
+    return qdq(g, g.op("Sigmoid", qx), output_scale, output_zero_point, _out_dtype(g), op="quantized::sigmoid")
