@@ -123,12 +123,18 @@ def test_differing_attributes_become_function_attributes(opset):
     assert sorted(f.name for f in legacy.functions) == sorted(functions)
 
 
-def test_true_exports_the_outermost_modules():
+@pytest.mark.parametrize("selection", [True, {Block, torch.nn.Linear}])
+def test_nested_modules_give_nested_functions_as_legacy(selection):
     model, x = Stack().eval(), _x(3, 4)
-    verify(model, (x,), opset_version=17, export_modules_as_functions=True)
-    proto = tso.export(model, (x,), opset_version=17, export_modules_as_functions=True)
-    assert sorted((n.domain, n.op_type) for n in proto.graph.node) == [
-        ("torch.nn.modules.container", "Sequential"), ("torch.nn.modules.linear", "Linear")]
+    verify(model, (x,), opset_version=17, export_modules_as_functions=selection)
+    proto = tso.export(model, (x,), opset_version=17, export_modules_as_functions=selection)
+    legacy = _legacy(model, (x,), opset_version=17, export_modules_as_functions=selection)
+
+    def layout(p):
+        return sorted((f.domain, f.name, sorted((n.domain, n.op_type) for n in f.node if n.domain))
+                      for f in p.functions), sorted((n.domain, n.op_type) for n in p.graph.node)
+
+    assert layout(proto) == layout(legacy)
 
 
 def test_a_reused_instance_calls_its_function_twice():

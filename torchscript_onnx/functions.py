@@ -1,8 +1,9 @@
 """``export_modules_as_functions``: the nodes of chosen module classes as ONNX local functions.
 
 Every converted node carries the scope of the module instance it came from (``/blocks/0/attn``).
-The nodes of one call of a chosen instance (a contiguous run with that scope prefix; the outermost
-chosen instance wins) are hoisted into a FunctionProto and replaced by one call node. Calls with the
+The nodes of one call of a chosen instance (a contiguous run with that scope prefix) are hoisted into
+a FunctionProto and replaced by one call node, innermost modules first, so functions nest as in
+legacy (``True`` selects every module, the model itself included). Calls with the
 same body share one function named after the class, in the class's module as domain (as legacy:
 ``torch.nn.modules.linear::Linear``); instances whose bodies differ in structure (not only in
 attribute values) get ``Class_1``, ``Class_2``... Weights stay initializers of the main graph and are passed as function
@@ -27,14 +28,17 @@ _SCALARS = (bool, int, float, str)
 
 
 def instance_paths(model: torch.nn.Module, selection) -> dict[str, torch.nn.Module]:
-    """``/blocks/0`` -> module, for every submodule whose class is selected (True: every submodule)."""
+    """``/blocks/0`` -> module (``/`` the model itself) for every module whose class is selected
+    (True: every module)."""
     chosen = {}
     for name, module in model.named_modules():
-        if not name:
-            continue
         if selection is True or type(module) in selection:
             chosen["/" + name.replace(".", "/")] = module
     return chosen
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
 
 
 def _qualified(scope: str) -> str:
@@ -51,6 +55,8 @@ def _qualified(scope: str) -> str:
 
 def _owner(scope: str, paths: dict[str, torch.nn.Module]) -> str | None:
     """The outermost chosen instance path that ``scope`` lies in."""
+    if "/" in paths:
+        return "/"
     parts = _qualified(scope).split("/")
     for k in range(2, len(parts) + 1):
         prefix = "/".join(parts[:k])
@@ -80,7 +86,7 @@ def _runs(graph: Graph, paths: dict[str, torch.nn.Module]) -> list[tuple[str, in
     """(instance path, start, end) of each contiguous run of nodes from one chosen instance."""
     runs, current = [], None
     for k, node in enumerate(graph.nodes):
-        owner = _owner(node.scope, paths) if node.scope else None
+        owner = _owner(node.scope, paths) if node.scope or "/" in paths else None
         if current is not None and owner == current[0]:
             current[2] = k + 1
             continue
@@ -207,41 +213,67 @@ def _function(domain: str, name: str, run: _Run, varying, hyper: list[str], opse
 
 
 def extract(graph: Graph, model, selection, opset: int, custom_domains: dict[str, int]):
-    """Hoist the chosen modules' nodes out of ``graph``; returns the FunctionProtos (and adds
-    their domains to ``custom_domains``)."""
+    """Hoist the chosen modules' nodes out of ``graph``, innermost modules first so outer functions
+    call inner ones (as legacy nests them); returns the FunctionProtos (and adds their domains to
+    ``custom_domains``)."""
     if not isinstance(model, torch.nn.Module):
         return []
     paths = instance_paths(model, selection)
-    if not paths:
-        return []
-    output_ids = {id(v) for v in graph.outputs}
-    runs = _collect(graph, paths, output_ids)
-    groups: dict[tuple, list[_Run]] = {}
-    for run in runs:
-        groups.setdefault((type(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
-    imports = dict(custom_domains)
+    made: dict[tuple, list] = {}  # (class, signature) -> [(name, varying, first run)]
     names_used: dict[tuple[str, str], int] = {}
     functions: list[onnx.FunctionProto] = []
+    for depth in sorted({_depth(p) for p in paths}, reverse=True):
+        level = {p: m for p, m in paths.items() if _depth(p) == depth}
+        _extract_level(graph, level, opset, custom_domains, made, names_used, functions)
+    return functions
+
+
+def _fits(run: _Run, first: _Run, varying) -> bool:
+    """Whether ``run`` differs from ``first`` only in the attributes ``varying`` makes parameters."""
+    for k, node in enumerate(first.nodes):
+        for attr, (kind, value) in node.attrs.items():
+            if (k, attr) in varying or kind in ("g", "gs"):
+                continue
+            other = run.nodes[k].attrs[attr]
+            if serialize._attribute(attr, kind, value).SerializeToString() != \
+                    serialize._attribute(attr, *other).SerializeToString():
+                return False
+    return True
+
+
+def _extract_level(graph, paths, opset, custom_domains, made, names_used, functions) -> None:
+    output_ids = {id(v) for v in graph.outputs}
+    groups: dict[tuple, list[_Run]] = {}
+    for run in _collect(graph, paths, output_ids):
+        groups.setdefault((type(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
     replacements: dict[int, tuple[int, list[Node]]] = {}
-    for (cls, _), members in groups.items():
+    for key, members in groups.items():
+        cls = key[0]
         domain = cls.__module__
-        count = names_used.get((domain, cls.__name__), 0)
-        names_used[(domain, cls.__name__)] = count + 1
-        name = cls.__name__ if count == 0 else f"{cls.__name__}_{count}"
-        varying = _varying(members)
-        hyper = {key for run in members for key in hyperparameters(run.module)}
-        functions.append(_function(domain, name, members[0], varying, sorted(hyper), opset, imports))
-        custom_domains.setdefault(domain, 1)
+        existing = next(((n, v) for n, v, first in made.get(key, []) if all(_fits(r, first, v) for r in members)),
+                        None)
+        if existing is not None:
+            name, varying = existing
+        else:
+            count = names_used.get((domain, cls.__name__), 0)
+            names_used[(domain, cls.__name__)] = count + 1
+            name = cls.__name__ if count == 0 else f"{cls.__name__}_{count}"
+            varying = _varying(members)
+            hyper = {k for run in members for k in hyperparameters(run.module)}
+            functions.append(_function(domain, name, members[0], varying, sorted(hyper), opset, custom_domains))
+            made.setdefault(key, []).append((name, varying, members[0]))
         for run in members:
             call = Node(name, domain, run.inputs, {}, graph.node_names.fresh(f"{run.path}/{name}"), run.path, "")
-            for key, value in hyperparameters(run.module).items():
-                call.attrs[key] = (_attr_kind(value), _plain(value))
+            for k, value in hyperparameters(run.module).items():
+                call.attrs[k] = (_attr_kind(value), _plain(value))
             for (k, attr), ref in varying.items():
                 call.attrs[ref] = run.nodes[k].attrs[attr]
             call.outputs = run.outputs
             for v in run.outputs:
                 v.producer = call
             replacements[run.start] = (run.end, [*run.kept, call])
+    for key in {k[0].__module__ for k in groups}:
+        custom_domains.setdefault(key, 1)
     new_nodes, k = [], 0
     while k < len(graph.nodes):
         if k in replacements:
@@ -251,12 +283,10 @@ def extract(graph: Graph, model, selection, opset: int, custom_domains: dict[str
         else:
             new_nodes.append(graph.nodes[k])
             k += 1
-    graph.nodes = new_nodes
     read = {id(v) for n in new_nodes for v in n.inputs if v is not None} | output_ids
     names = subgraph_references(graph)
     graph.nodes = [n for n in new_nodes if not _is_constant(n)
                    or any(id(v) in read or v.name in names for v in n.outputs)]
-    return functions
 
 
 def _plain(value):
