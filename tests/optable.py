@@ -8,6 +8,7 @@ so an unexpected pass forces a cleanup. ``other_inputs`` rerun a dynamic export 
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -73,11 +74,50 @@ def below_min_params(cases: Sequence[Case]) -> list:
             for case in cases if case.min_opset > MIN_OPSET]
 
 
-def run_case(case: Case, opset: int) -> None:
+def scripted(case: Case):
+    """The case's model through torch.jit.script (a module as is, a function as a ScriptFunction).
+
+    Lambdas and builtins (``torch.abs``) have no source TorchScript can read: they are rewritten
+    as a ``def`` from the lambda's source text (or a call of the builtin) and compiled."""
+    model = case.model
+    if isinstance(model, torch.nn.Module):
+        return torch.jit.script(model.eval())
+    if getattr(model, "__name__", "") != "<lambda>" and not isinstance(model, types.BuiltinFunctionType):
+        return torch.jit.script(model)
+    n_args = len(case.inputs())
+    if isinstance(model, types.BuiltinFunctionType):
+        args = ", ".join(f"x{k}" for k in range(n_args))
+        source = f"def fn({args}):\n    return torch.{model.__name__}({args})\n"
+    else:
+        source = _lambda_as_def(model)
+    return torch.jit.CompilationUnit(source).fn
+
+
+def _lambda_as_def(fn) -> str:
+    """``lambda x, y: expr`` -> ``def fn(x, y): return expr`` (``F.`` spelled out)."""
+    import ast
+    import inspect
+
+    lines, first = inspect.findsource(fn)
+    tree = ast.parse("".join(lines))
+    line = fn.__code__.co_firstlineno
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda) and node.lineno == line
+             and tuple(a.arg for a in node.args.args) == names
+             and set(fn.__code__.co_names) <= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+             | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}]
+    if len(found) != 1:
+        raise RuntimeError(f"cannot find the source of the lambda at line {line}")
+    body = ast.unparse(found[0].body).replace("F.", "torch.nn.functional.")
+    return f"def fn({', '.join(names)}):\n    return {body}\n"
+
+
+def run_case(case: Case, opset: int, script: bool = False) -> None:
+    """``script=True`` exports the torch.jit.script'ed model instead of tracing it."""
     torch.manual_seed(0)
     inputs = case.inputs()
     others = case.other_inputs() if case.other_inputs else []
-    model = case.module()
+    model = scripted(case) if script else case.module()
     if case.check_values:
         verify(model, inputs, opset_version=opset, rtol=case.rtol, atol=case.atol, other_inputs=others,
                **case.export_options)
