@@ -152,13 +152,19 @@ class _Run:
 
 
 def _collect(graph: Graph, paths, output_ids: set[int]) -> list[_Run]:
+    readers: dict[int, list[int]] = {}
+    for k, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            if v is not None:
+                readers.setdefault(id(v), []).append(k)
+    in_bodies = subgraph_references(graph)  # names read inside If/Loop bodies (a superset)
     found = []
     for path, start, end in _runs(graph, paths):
         nodes = graph.nodes[start:end]
         if all(_is_constant(n) for n in nodes):
             continue
-        in_run = {id(n) for n in nodes}
-        later_reads = {id(v) for n in graph.nodes if id(n) not in in_run for v in n.inputs if v is not None}
+        later_reads = {id(v) for n in nodes for v in n.outputs
+                       if v.name in in_bodies or any(not start <= k < end for k in readers.get(id(v), ()))}
         body_nodes, kept = _with_constants(nodes, later_reads | output_ids)
         inputs, _ = _body(body_nodes, graph, later_reads, output_ids)
         outputs = [v for n in nodes if not _is_constant(n) for v in n.outputs
