@@ -724,10 +724,12 @@ def as_strided(g, self, size, stride, storage_offset=None):
 @_onnx_symbolic("aten::broadcast_tensors")
 def broadcast_tensors(g, tensors):
     """broadcast_tensors(Tensor[] tensors) -> Tensor[]"""
-    if g.opset < 8:
-        sh.value_error("broadcast_tensors needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
     values = sh.unpack_list(tensors)
     static = [sh.static_sizes(v) for v in values]
+    if all(s is not None and s == static[0] for s in static):
+        return values
+    if g.opset < 8:
+        sh.value_error("broadcast_tensors needs ONNX Expand, which exists from opset 8 (pass opset_version=8)")
     if all(s is not None for s in static):
         shape = list(torch.broadcast_shapes(*[tuple(s) for s in static]))
         return [v if static[k] == shape else g.op("Expand", v, g.constant(shape, torch.int64))

@@ -1,0 +1,76 @@
+"""Normalization layers at opset 9: instance norm and group norm.
+
+batch_norm lives in nn.py, layer_norm and rms_norm in transformer.py; local_response_norm and
+F.normalize trace to plain ops (avg_pool, pow, linalg_vector_norm, clamp_min, div).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(9)
+
+
+def channels_of(input, op: str) -> int:
+    channels = sh.sizes(input)[1] if input.rank is not None and input.rank >= 2 else None
+    if not isinstance(channels, int):
+        sh.value_error(f"{op}: the channel dim (1) must be static", input)
+    return channels
+
+
+def channel_param(g, param, input, fill: float, op: str):
+    """A per-channel weight or bias; a constant ``fill`` when torch passes None."""
+    if not sh.is_none(param):
+        return param
+    return g.constant(torch.full((channels_of(input, op),), fill, dtype=input.dtype or torch.float32))
+
+
+def per_channel(g, param, rank: int):
+    """Reshape a (C,) parameter to (1, C, 1, ...) to broadcast over an (N, C, ...) input."""
+    return g.op("Reshape", param, g.constant([1, -1] + [1] * (rank - 2), torch.int64))
+
+
+@_onnx_symbolic("aten::instance_norm")
+def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled):
+    """instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var,
+    bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    eps = sh._get_const(eps, "f", "eps")
+    if not sh._get_const(use_input_stats, "b", "use_input_stats"):
+        # eval with tracked running statistics: a per-channel affine map, as batch_norm in eval
+        from .nn import batch_norm
+
+        return batch_norm(g, input, weight, bias, running_mean, running_var, False, momentum, eps, False)
+    scale = channel_param(g, weight, input, 1.0, "instance_norm")
+    shift = channel_param(g, bias, input, 0.0, "instance_norm")
+    # the running statistics torch updates in training do not change the output
+    return g.op("InstanceNormalization", input, scale, shift, epsilon_f=eps)
+
+
+@_onnx_symbolic("aten::group_norm")
+def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled):
+    """group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05,
+    bool cudnn_enabled=True) -> Tensor"""
+    num_groups = sh._get_const(num_groups, "i", "num_groups")
+    eps = sh._get_const(eps, "f", "eps")
+    rank = input.rank
+    if rank is None:
+        sh.value_error("group_norm: the input rank must be known", input)
+    # mean and biased variance over each (sample, group); ONNX GroupNormalization-18 scales per
+    # group, not per channel, so it is not used
+    grouped = g.op("Reshape", input, g.constant([0, num_groups, -1], torch.int64))
+    mean = onnx_ops.reduce(g, "ReduceMean", grouped, [2], True)
+    centered = g.op("Sub", grouped, mean)
+    variance = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", centered, centered), [2], True)
+    normed = g.op("Div", centered, g.op("Sqrt", g.op("Add", variance, g.constant(eps, input.dtype))))
+    out = g.op("Reshape", normed, onnx_ops.shape_of(g, input))
+    if not sh.is_none(weight):
+        out = g.op("Mul", out, per_channel(g, weight, rank))
+    if not sh.is_none(bias):
+        out = g.op("Add", out, per_channel(g, bias, rank))
+    return out
+
