@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from torchscript_onnx.ir import Value
+
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
@@ -22,9 +24,11 @@ def _scale_list(rest, spatial: int):
     """The scale factors from the trailing arguments: ``float[]? scale_factors`` (.vec overloads)
     or one ``float?`` per spatial dim (the others); None when absent."""
     if len(rest) == 1:
+        if sh.is_none(rest[0]):
+            return None
         raw = sh.const(rest[0], None)
         if raw is None:
-            return None
+            return rest[0]  # computed at runtime (scripted code builds the list)
         return [float(s) for s in (raw if isinstance(raw, (list, tuple)) else [raw] * spatial)]
     raws = [sh.const(r, None) for r in rest]
     if any(r is None for r in raws):
@@ -102,6 +106,12 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
         if scales is None and g.opset < 9:
             sh.value_error(f"{op}: an output size known only at runtime needs Upsample with a scales input, "
                            "opset 9 (pass opset_version=9)")
+    if isinstance(scales, Value):
+        if g.opset < 9:
+            sh.value_error(f"{op}: scale factors known only at runtime need Upsample with a scales input, "
+                           "opset 9 (pass opset_version=9)")
+        scale_value = _runtime_scales(g, scales)
+        return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
     if scales is not None and any(s < 1 for s in scales) and g.opset < 10:
         sh.value_error(f"{op}: downsampling (scale < 1) needs Resize, opset 10 (pass opset_version=10)")
     full = None if scales is None else [1.0, 1.0] + list(scales)
@@ -132,8 +142,26 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
     empty = g.constant(torch.zeros(0, dtype=torch.float32)) if g.opset < 13 else None
     if sizes is not None:
         return g.op("Resize", input, empty, empty, _full_sizes(g, input, sizes), **attrs)
-    scale_value = g.constant([1.0, 1.0] + list(scales), torch.float32)
+    if isinstance(scales, Value):
+        scale_value = _runtime_scales(g, scales)
+    else:
+        scale_value = g.constant([1.0, 1.0] + list(scales), torch.float32)
     return g.op("Resize", input, empty, scale_value, **attrs)
+
+
+def _runtime_scales(g, scales):
+    """[1, 1, *scales] from a runtime list of scale factors."""
+    if scales.elements is not None:
+        parts = [onnx_ops.cast(g, e if isinstance(e, Value) else g.constant(e), torch.float32)
+                 for e in scales.elements]
+        scales = g.op("Concat", *[onnx_ops.unsqueeze(g, p, [0]) if p.rank == 0 else p for p in parts], axis_i=0)
+    elif scales.sequence:
+        if g.opset < 11:
+            sh.value_error("upsample: a list of scale factors built at runtime needs ONNX sequences, opset 11 "
+                           "(pass opset_version=11)")
+        scales = g.op("ConcatFromSequence", scales, axis_i=0, new_axis_i=1)
+    return g.op("Concat", g.constant([1.0, 1.0], torch.float32), onnx_ops.cast(g, scales, torch.float32),
+                axis_i=0)
 
 
 def _nearest(g, input, output_size, *rest, exact=False, op="upsample_nearest"):

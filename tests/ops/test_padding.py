@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.optable import Case, below_min_params, params, run_below_min, run_case
+from tests.optable import Case, below_min_params, exported_op_types, params, run_below_min, run_case
 
 OPSETS = (11, 19)
 
@@ -60,3 +60,10 @@ def test_padding(case, opset):
 @pytest.mark.parametrize("case, opset", below_min_params(CASES))
 def test_padding_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+@pytest.mark.parametrize("opset, op_types", [(11, ["Slice", "Concat", "Slice", "Slice", "Concat"]),
+                                             (19, ["Pad"])])
+def test_circular_lowering(opset, op_types):
+    case = CASES[[c.name for c in CASES].index("circular2d")]
+    assert [t for t in exported_op_types(case, opset) if t != "Constant"] == op_types

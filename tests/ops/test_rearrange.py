@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.optable import Case, below_min_params, params, run_below_min, run_case
+from tests.optable import Case, below_min_params, exported_op_types, params, run_below_min, run_case
 
 
 def randn(*shape, dtype=torch.float32):
@@ -76,3 +76,11 @@ def test_rearrange(case, opset):
 @pytest.mark.parametrize("case, opset", below_min_params(CASES))
 def test_rearrange_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+@pytest.mark.parametrize("name, opset, op_type", [("fold", 17, "ConvTranspose"), ("fold", 18, "Col2Im"),
+                                                  ("affine_grid", 19, "MatMul"), ("affine_grid", 20, "AffineGrid"),
+                                                  ("unfold", 9, "Conv")])
+def test_rearrange_lowering(name, opset, op_type):
+    case = CASES[[c.name for c in CASES].index(name)]
+    assert op_type in exported_op_types(case, opset)

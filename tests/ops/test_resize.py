@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.optable import Case, below_min_params, params, run_below_min, run_case
+from tests.optable import Case, below_min_params, exported_op_types, params, run_below_min, run_case
 
 OPSETS = (8, 9, 10, 11, 13, 18)
 
@@ -35,6 +35,9 @@ CASES = [
     Case("nearest2d_dynamic_scale", interp(scale_factor=2, mode="nearest"), randn(1, 2, 4, 5), opsets=OPSETS,
          export_options=dynamic((2, "h"), (3, "w")),
          other_inputs=lambda: [(torch.randn(1, 2, 3, 7),)]),
+    Case("nearest2d_dynamic_size", lambda x: F.interpolate(x, size=(x.shape[2] * 2, x.shape[3] + 1)),
+         randn(1, 2, 4, 5), min_opset=9, opsets=OPSETS, export_options=dynamic((0, "n"), (2, "h"), (3, "w")),
+         other_inputs=lambda: [(torch.randn(2, 2, 3, 7),)]),
     Case("nearest2d_recompute", interp(scale_factor=1.7, mode="nearest", recompute_scale_factor=True),
          randn(1, 2, 4, 5), opsets=OPSETS),
     # nearest-exact: half_pixel + round_prefer_ceil (opset 11)
@@ -83,3 +86,9 @@ def test_resize(case, opset):
 @pytest.mark.parametrize("case, opset", below_min_params(CASES))
 def test_resize_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+@pytest.mark.parametrize("opset, op_type", [(7, "Upsample"), (9, "Upsample"), (10, "Resize"), (11, "Resize")])
+def test_resize_lowering(opset, op_type):
+    case = CASES[[c.name for c in CASES].index("nearest2d_scale")]
+    assert [t for t in exported_op_types(case, opset) if t != "Constant"] == [op_type]
