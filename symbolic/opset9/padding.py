@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from torchscript_onnx.ir import Value
+
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
@@ -25,8 +27,8 @@ def _pairs(input, pad, op: str) -> list[tuple[int, int]]:
         sh.value_error(f"{op}: the input rank must be known", input)
     raw = sh.const(pad, None)
     if raw is None:
-        sh.value_error(f"{op}: the pads must be known at export time", pad)
-    raw = [int(p) for p in raw]
+        raw = [sh.const(p, p) for p in sh.unpack_list(pad)]
+    raw = [int(p) if not isinstance(p, Value) else p for p in raw]
     if len(raw) % 2 or len(raw) // 2 > rank:
         sh.value_error(f"{op}: {len(raw)} pads do not fit an input of rank {rank}", input)
     pairs = [(0, 0)] * rank
@@ -44,6 +46,32 @@ def _crop(g, input, pairs):
     ends = [pairs[a][1] if pairs[a][1] < 0 else onnx_ops.INT64_MAX for a in axes]
     cropped = onnx_ops.slice(g, input, axes, starts, ends)
     return cropped, [(max(b, 0), max(e, 0)) for b, e in pairs]
+
+
+def _runtime_pad(g, input, pairs, mode, value, op):
+    """Pads computed at runtime (e.g. from a dynamic size): a pads input, opset 11 (wrap: 19)."""
+    need = 19 if mode == "circular" else 11
+    if g.opset < need:
+        sh.value_error(f"{op}: pads known only at runtime need Pad with a pads input{' and wrap mode' * (need == 19)}"
+                       f", opset {need} (pass opset_version={need})")
+    items = [b for b, _ in pairs] + [e for _, e in pairs]
+    parts = []
+    for item in items:
+        if isinstance(item, Value):
+            item = onnx_ops.cast(g, item, torch.int64)
+            parts.append(onnx_ops.unsqueeze(g, item, [0]) if item.rank == 0 else item)
+        else:
+            parts.append(g.constant([item], torch.int64))
+    pads = g.op("Concat", *parts, axis_i=0)
+    wide = onnx_ops.cast(g, input, torch.uint8) if input.dtype == torch.bool else input
+    fill = None
+    if mode == "constant":
+        fill_value = 0.0 if value is None else value
+        if wide.dtype is not None and not wide.dtype.is_floating_point:
+            fill_value = int(fill_value)
+        fill = g.constant(fill_value, wide.dtype)
+    out = g.op("Pad", wide, pads, fill, mode_s=_MODES[mode])
+    return onnx_ops.cast(g, out, torch.bool) if input.dtype == torch.bool else out
 
 
 def _circular(g, input, pairs):
@@ -67,6 +95,8 @@ def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
     if mode not in _MODES:
         sh.value_error(f"{op}: padding mode {mode!r} is not supported")
     pairs = _pairs(input, pad, op)
+    if any(isinstance(p, Value) for pair in pairs for p in pair):
+        return _runtime_pad(g, input, pairs, mode, value, op)
     input, pairs = _crop(g, input, pairs)
     if not any(b or e for b, e in pairs):
         return input if input.producer is not None else g.op("Identity", input)

@@ -49,6 +49,18 @@ CASES = [
     Case("circular2d_dynamic", pad((1, 2, 2, 1), mode="circular"), randn(1, 2, 4, 5), opsets=OPSETS,
          export_options={"input_names": ["x"], "dynamic_axes": {"x": {0: "n", 2: "h", 3: "w"}}},
          other_inputs=lambda: [(torch.randn(3, 2, 6, 3),)]),
+    Case("constant_runtime_pads", lambda x: F.pad(x, (0, (4 - x.shape[-1] % 4) % 4, 1, x.shape[-2] % 3)),
+         randn(1, 2, 4, 5), min_opset=11, opsets=OPSETS,
+         export_options={"input_names": ["x"], "dynamic_axes": {"x": {2: "h", 3: "w"}}},
+         other_inputs=lambda: [(torch.randn(1, 2, 6, 8),), (torch.randn(1, 2, 5, 3),)]),
+    Case("reflect_runtime_pads", lambda x: F.pad(x, (0, (4 - x.shape[-1] % 4) % 4), mode="reflect"),
+         randn(1, 2, 5), min_opset=11, opsets=OPSETS,
+         export_options={"input_names": ["x"], "dynamic_axes": {"x": {2: "w"}}},
+         other_inputs=lambda: [(torch.randn(1, 2, 8),), (torch.randn(1, 2, 7),)]),
+    Case("circular_runtime_pads", lambda x: F.pad(x, (x.shape[-1] // 2, 1), mode="circular"),
+         randn(1, 2, 4), min_opset=19,
+         export_options={"input_names": ["x"], "dynamic_axes": {"x": {2: "w"}}},
+         other_inputs=lambda: [(torch.randn(1, 2, 6),)]),
 ]
 
 
