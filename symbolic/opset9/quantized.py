@@ -63,9 +63,11 @@ def _out_dtype(g) -> torch.dtype:
     return {"QInt8": torch.int8, "QUInt8": torch.uint8, "QInt32": torch.int32}.get(name, torch.uint8)
 
 
-def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False):
+def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False, rank: int | None = None):
     """A quantized weight as ``DequantizeLinear`` of its integer values (an initializer)."""
     ints = qweight.int_repr()
+    if rank is not None and ints.dim() > rank:
+        ints = ints.squeeze(2)  # quantized conv1d packs its weight as conv2d's (out, in, 1, k)
     if transpose:
         ints = ints.t().contiguous()
     if qweight.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
@@ -134,11 +136,11 @@ def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min
 def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = False):
     params = _packed(packed, op)
     qweight, bias = params.unpack()
-    spatial = qweight.dim() - 2
+    spatial = (sh.rank(qx) or qweight.dim()) - 2
     if params.transpose():
         sh.unimplemented(op, "transposed quantized convolution")
-    w = weight(g, qweight, op)
-    kernel = list(qweight.shape[2:])
+    w = weight(g, qweight, op, rank=spatial + 2)
+    kernel = list(qweight.shape[-spatial:])
     stride, padding, dilation = (list(f())[-spatial:] for f in (params.stride, params.padding, params.dilation))
     inputs = [qx, w] + ([g.constant(bias.detach().float(), torch.float32)] if bias is not None else [])
     out = g.op("Conv", *inputs, kernel_shape_i=kernel, strides_i=stride, pads_i=padding + padding,

@@ -1,0 +1,112 @@
+"""Quantization: quantize/dequantize/fake_quantize ops and eager-mode quantized modules (packed
+weights) as QuantizeLinear/DequantizeLinear, one table run against eager PyTorch via onnxruntime.
+Outputs are dequantized floats; tolerance is one quantization step (rounding of ties may differ)."""
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from tests.optable import Case, below_min_params, params, run_below_min, run_case
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+def quantized(build, shape, engine="fbgemm"):
+    """``build()`` (a float module) statically quantized eagerly, calibrated on random data."""
+    from torch.ao import quantization as tq
+
+    def make():
+        torch.backends.quantized.engine = engine
+        torch.manual_seed(0)
+        model = tq.QuantWrapper(build()).eval()
+        model.qconfig = tq.get_default_qconfig(engine)
+        tq.prepare(model, inplace=True)
+        for _ in range(4):
+            model(torch.randn(*shape))
+        return tq.convert(model, inplace=True)
+    return make
+
+
+class Functional(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.f, self.op = nn.quantized.FloatFunctional(), op
+
+    def forward(self, x):
+        return getattr(self.f, self.op)(*([[x, x], 1] if self.op == "cat" else [x, x]))
+
+
+class Lazy(nn.Module):
+    """Builds the quantized model only when a test runs it."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make, self.model = make, None
+
+    def eval(self):
+        return self._get()
+
+    def _get(self):
+        if self.model is None:
+            self.model = self.make()
+        return self.model
+
+
+def qcase(name, build, shape, min_opset=13, engine="fbgemm", atol=0.05):
+    return Case(name, Lazy(quantized(build, shape, engine)), randn(*shape), min_opset=min_opset, atol=atol, rtol=0)
+
+
+STEP = 0.05
+CASES = [
+    Case("quantize_per_tensor_uint8",
+         lambda x: torch.quantize_per_tensor(x, 0.05, 10, torch.quint8).dequantize(), randn(2, 3, 4),
+         min_opset=10, atol=STEP, rtol=0),
+    Case("quantize_per_tensor_int8",
+         lambda x: torch.quantize_per_tensor(x, 0.02, -3, torch.qint8).dequantize(), randn(2, 5),
+         min_opset=10, atol=0.02, rtol=0),
+    Case("quantize_per_channel",
+         lambda x: torch.quantize_per_channel(x, torch.tensor([0.05, 0.02, 0.1], dtype=torch.float64),
+                                              torch.tensor([3, 0, -2]), 1, torch.qint8).dequantize(),
+         randn(2, 3, 4), min_opset=13, atol=0.1, rtol=0),
+    Case("fake_quantize_per_tensor_uint8",
+         lambda x: torch.fake_quantize_per_tensor_affine(x, 0.05, 128, 0, 255), randn(3, 4),
+         min_opset=10, atol=STEP, rtol=0),
+    Case("fake_quantize_per_tensor_int8",
+         lambda x: torch.fake_quantize_per_tensor_affine(x, 0.01, 0, -128, 127), randn(3, 4),
+         min_opset=10, atol=0.01, rtol=0),
+    Case("fake_quantize_per_channel",
+         lambda x: torch.fake_quantize_per_channel_affine(x, torch.tensor([0.05, 0.1]),
+                                                          torch.tensor([0, 5], dtype=torch.int32), 0, -128, 127),
+         randn(2, 6), min_opset=13, atol=0.1, rtol=0),
+    qcase("linear", lambda: nn.Linear(6, 4), (3, 6)),
+    qcase("linear_3d", lambda: nn.Linear(6, 4), (2, 3, 6)),
+    qcase("linear_qnnpack_per_tensor", lambda: nn.Linear(6, 4), (3, 6), min_opset=10, engine="qnnpack").xfail(
+        [10], "onnxruntime's QDQ MatMul+Add fusion inserts Round, an opset-11 op, into the opset-10 model"),
+    qcase("conv1d", lambda: nn.Conv1d(2, 3, 3, padding=1), (2, 2, 7)),
+    qcase("conv2d", lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), (1, 3, 8, 8)),
+    qcase("conv2d_groups_dilation", lambda: nn.Conv2d(4, 4, 3, groups=2, dilation=2), (1, 4, 9, 9)),
+    qcase("conv2d_qnnpack_per_tensor", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), min_opset=10, engine="qnnpack").xfail(
+        [10], "onnxruntime's QDQ Conv fusion inserts Round, an opset-11 op, into the opset-10 model"),
+    qcase("conv3d", lambda: nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4)),
+    qcase("add", lambda: Functional("add"), (2, 5), min_opset=10),
+    qcase("add_relu", lambda: Functional("add_relu"), (2, 5), min_opset=10),
+    qcase("mul", lambda: Functional("mul"), (2, 5), min_opset=10),
+    qcase("cat", lambda: Functional("cat"), (2, 5), min_opset=10),
+]
+
+
+@pytest.mark.parametrize("case,opset", params(CASES))
+def test_quantized(case, opset):
+    run_case(case, opset)
+
+
+@pytest.mark.parametrize("case,opset", below_min_params(CASES))
+def test_quantized_below_min(case, opset):
+    run_below_min(case, opset)
