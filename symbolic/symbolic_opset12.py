@@ -12,3 +12,4 @@ from .registry import onnx_symbolic
 _onnx_symbolic = onnx_symbolic(12)
 from .opset12.activation import *  # noqa: F401,F403
 from .opset12.linalg import *  # noqa: F401,F403
+from .opset12.loss import *  # noqa: F401,F403

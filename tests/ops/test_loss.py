@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.optable import Case, params, run_case
+from tests.optable import Case, exported_op_types, params, run_case
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -99,8 +99,25 @@ CASES = [
 for _case in CASES:
     if not _case.name.startswith(("mse-", "l1")):
         _case.min_opset = 9
+    if _case.name.startswith(("ce-", "nll")):
+        _case.opsets = (11, 12)
 
 
 @pytest.mark.parametrize("case,opset", params(CASES))
 def test_loss(case, opset):
     run_case(case, opset)
+
+
+STRUCTURE = [
+    (Case("ce", lambda x, y: F.cross_entropy(x, y, weight=WEIGHT, ignore_index=1), logits_and_classes()), 12,
+     "SoftmaxCrossEntropyLoss"),
+    (Case("nll", lambda x, y: F.nll_loss(x, y), logits_and_classes(spatial=(2,))), 12, "NegativeLogLikelihoodLoss"),
+    (Case("ce-smoothing", lambda x, y: F.cross_entropy(x, y, label_smoothing=0.1), logits_and_classes()), 12,
+     "OneHot"),
+    (Case("ce", lambda x, y: F.cross_entropy(x, y), logits_and_classes()), 11, "OneHot"),
+]
+
+
+@pytest.mark.parametrize("case,opset,op_type", STRUCTURE, ids=lambda v: getattr(v, "name", str(v)))
+def test_loss_lowering(case, opset, op_type):
+    assert op_type in exported_op_types(case, opset)
