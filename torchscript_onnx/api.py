@@ -290,7 +290,8 @@ def export(
         custom_opsets: ``{domain: version}`` for custom domains the symbolics emit.
         export_modules_as_functions: True or a set of nn.Module classes: their calls become ONNX local
             functions (opset 15+; see functions.py).
-        autograd_inlining: accepted for compatibility.
+        autograd_inlining: inline the ops of torch.autograd.Function calls without a ``symbolic``
+            (False: such calls need a registered ``prim::PythonOp`` symbolic).
 
     Returns:
         None, or the ``onnx.ModelProto`` when ``f`` is None.
