@@ -69,12 +69,11 @@ def flatten_inputs(args: tuple) -> list:
 
 
 def check(model_bytes: bytes) -> onnx.ModelProto:
-    proto = onnx.load_from_string(model_bytes)
-    try:
-        onnx.checker.check_model(proto, full_check=True)
+    try:  # checking the bytes spares the checker re-serialising a large model
+        onnx.checker.check_model(model_bytes, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise CheckerError(f"the exported model fails onnx.checker: {error}") from error
-    return proto
+    return onnx.load_from_string(model_bytes)
 
 
 def run_onnxruntime(model_bytes: bytes, inputs: list) -> list[np.ndarray]:
