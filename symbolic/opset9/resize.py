@@ -40,6 +40,8 @@ def _size_list(output_size):
     """The output size as ints (static), runtime scalar Values mixed in, or None."""
     if sh.is_none(output_size):
         return None
+    if isinstance(output_size, list):
+        return output_size
     raw = sh.const(output_size, None)
     if raw is not None:
         return [int(s) for s in raw]
@@ -83,6 +85,19 @@ def _static_scales(input, sizes) -> list[float] | None:
     return scales
 
 
+def _whole_downsampling(input, sizes, scales) -> bool:
+    """Whether every downsampled dim shrinks by a whole factor (or nothing shrinks)."""
+    dims = sh.sizes(input)
+    if sizes is not None:
+        if dims is None:
+            return False
+        return all(isinstance(n, int) and isinstance(m, int) and (m >= n or n % m == 0)
+                   for n, m in zip(dims[2:], sizes))
+    if scales is None:
+        return False
+    return all(s >= 1 or float(1 / s).is_integer() for s in scales)
+
+
 def resize(g, input, output_size, scales, mode: str, align_corners=None, antialias=False, exact=False,
            op="upsample"):
     """``mode``: nearest, linear or cubic; ``exact``: nearest-exact."""
@@ -114,6 +129,11 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
         return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
     if scales is not None and any(s < 1 for s in scales) and g.opset < 10:
         sh.value_error(f"{op}: downsampling (scale < 1) needs Resize, opset 10 (pass opset_version=10)")
+    if g.opset == 10 and not _whole_downsampling(input, sizes, scales):
+        # Resize-10 rounds nearest up when downsampling (onnxruntime's "simple" mode): matches
+        # torch's floor only where the source coordinates are whole numbers.
+        sh.value_error(f"{op}: nearest downsampling by a non-integer factor needs Resize with nearest_mode, "
+                       "opset 11 (pass opset_version=11)")
     full = None if scales is None else [1.0, 1.0] + list(scales)
     if g.opset < 9:
         return g.op("Upsample", input, mode_s=mode, scales_f=full)
@@ -247,3 +267,26 @@ def _upsample_bicubic2d_aa(g, input, output_size, align_corners, *scales):
     """_upsample_bicubic2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor"""
     return _interp(g, "cubic", input, output_size, align_corners, *scales, antialias=True,
                    op="_upsample_bicubic2d_aa")
+
+
+_INTERPOLATE_MODES = {"nearest": ("nearest", False), "nearest-exact": ("nearest", True), "linear": ("linear", False),
+                      "bilinear": ("linear", False), "trilinear": ("linear", False), "bicubic": ("cubic", False)}
+
+
+@_onnx_symbolic("aten::__interpolate")
+def __interpolate(g, input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias=None):
+    """__interpolate.size_list_scale_list(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode="nearest", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor"""
+    name = sh.const(mode, "nearest")
+    if name not in _INTERPOLATE_MODES:
+        sh.unimplemented("__interpolate", f"mode {name!r}")
+    kind, exact = _INTERPOLATE_MODES[name]
+    spatial = (sh.rank(input) or 3) - 2
+    if not sh.is_none(size) and isinstance(sh.const(size, None), int):
+        size = [sh.const(size)] * spatial
+    scales = _scale_list([scale_factor], spatial)
+    dims = sh.sizes(input)
+    if sh.const(recompute_scale_factor, None) and isinstance(scales, list) and dims is not None \
+            and all(isinstance(d, int) for d in dims[2:]):
+        size, scales = [int(np.floor(d * s)) for d, s in zip(dims[2:], scales)], None
+    return resize(g, input, size, scales, kind, bool(sh.const(align_corners, None)),
+                  antialias=bool(sh.const(antialias, False)), exact=exact, op="__interpolate")

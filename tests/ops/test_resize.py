@@ -35,9 +35,11 @@ CASES = [
     Case("nearest2d_dynamic_scale", interp(scale_factor=2, mode="nearest"), randn(1, 2, 4, 5), opsets=OPSETS,
          export_options=dynamic((2, "h"), (3, "w")),
          other_inputs=lambda: [(torch.randn(1, 2, 3, 7),)]),
+    # Runtime sizes at opset 10 are refused: Resize-10 could be downsampling by a fraction (see above).
     Case("nearest2d_dynamic_size", lambda x: F.interpolate(x, size=(x.shape[2] * 2, x.shape[3] + 1)),
-         randn(1, 2, 4, 5), min_opset=9, opsets=OPSETS, export_options=dynamic((0, "n"), (2, "h"), (3, "w")),
+         randn(1, 2, 4, 5), min_opset=9, opsets=(9, 11, 13, 18), export_options=dynamic((0, "n"), (2, "h"), (3, "w")),
          other_inputs=lambda: [(torch.randn(2, 2, 3, 7),)]),
+    Case("nearest2d_down_fraction", interp(size=(4, 3), mode="nearest"), randn(1, 2, 6, 5), min_opset=11),
     Case("nearest2d_recompute", interp(scale_factor=1.7, mode="nearest", recompute_scale_factor=True),
          randn(1, 2, 4, 5), opsets=OPSETS),
     # nearest-exact: half_pixel + round_prefer_ceil (opset 11)
@@ -75,6 +77,21 @@ CASES = [
          min_opset=18, atol=1e-4),
     Case("bicubic2d_antialias", interp(scale_factor=0.4, mode="bicubic", antialias=True), randn(1, 2, 10, 12),
          min_opset=18, atol=1e-4),
+]
+
+
+def interpolate_op(x):
+    return torch.ops.aten.__interpolate(x, None, [2.0, 1.5], "bilinear", False, None, False)
+
+
+def interpolate_op_size(x):
+    return torch.ops.aten.__interpolate(x, 3, None, "nearest", None, None, False)
+
+
+CASES += [
+    Case("aten_interpolate_bilinear", interpolate_op, randn(1, 2, 4, 4), min_opset=11),
+    Case("aten_interpolate_nearest_size", interpolate_op_size, randn(1, 2, 6, 5), min_opset=11),
+    Case("aten_interpolate_nearest_size_whole", interpolate_op_size, randn(1, 2, 6, 9), min_opset=10),
 ]
 
 
