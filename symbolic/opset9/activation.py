@@ -343,3 +343,14 @@ def _softmax_internal(g, self, dim, half_to_float):
 def _log_softmax(g, self, dim, half_to_float):
     """_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor"""
     return _softmax(g, "LogSoftmax", self, dim, None)
+
+
+@_onnx_symbolic("aten::glu")
+def glu(g, self, dim=-1):
+    """glu(Tensor self, int dim=-1) -> Tensor"""
+    dim = sh._get_const(dim, "i", "dim")
+    if self.rank is None or not sh.is_static(self, dim % self.rank):
+        sh.value_error("aten::glu: the halved dim must be static", self)
+    half = sh.sizes(self)[dim % self.rank] // 2
+    first, second = onnx_ops.split(g, self, [half, half], dim % self.rank)
+    return g.op("Mul", first, g.op("Sigmoid", second))
