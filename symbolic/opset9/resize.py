@@ -48,7 +48,7 @@ def _size_list(output_size):
     return [sh.const(e, e) for e in sh.unpack_list(output_size)]
 
 
-def _int_vector(g, items) -> "Value":  # noqa: F821
+def _int_vector(g, items) -> Value:
     """A 1-D int64 value from ints and runtime scalars."""
     if all(isinstance(i, int) for i in items):
         return g.constant(list(items), torch.int64)
@@ -104,7 +104,6 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
     rank = sh.rank(input)
     if rank is None or rank < 3:
         sh.value_error(f"{op}: the input rank must be known and at least 3", input)
-    spatial = rank - 2
     sizes = _size_list(output_size)
     if sizes is None and scales is None:
         sh.value_error(f"{op}: neither output_size nor scale_factors is given")
