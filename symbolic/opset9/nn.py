@@ -74,6 +74,26 @@ def _convolution(g, input, weight, bias, stride, padding, dilation, transposed, 
     return convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
+@_onnx_symbolic("aten::convolution")
+@sh.parse_args("v", "v", "v", "is", "is", "is", "b", "is", "i")
+def convolution_op(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding,
+    SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor"""
+    return convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@_onnx_symbolic("aten::conv_tbc")
+@sh.parse_args("v", "v", "v", "i")
+def conv_tbc(g, input, weight, bias, pad):
+    """conv_tbc(Tensor self, Tensor weight, Tensor bias, int pad=0) -> Tensor"""
+    # input (time, batch, channel) and weight (kernel, in, out): ONNX Conv wants (batch, channel,
+    # time) and (out, in, kernel).
+    input = g.op("Transpose", input, perm_i=[1, 2, 0])
+    weight = g.op("Transpose", weight, perm_i=[2, 1, 0])
+    out = convolution(g, input, weight, bias, [1], [pad], [1], False, [0], 1)
+    return g.op("Transpose", out, perm_i=[2, 0, 1])
+
+
 def _conv_nd(g, input, weight, bias, stride, padding, dilation, groups):
     padding = sh.const(padding)
     if not isinstance(padding, str):
@@ -313,13 +333,28 @@ def _adaptive_pool(g, op: str, global_op: str, input: Value, output_size):
     if spatial is None or any(not isinstance(d, int) for d in spatial):
         sh.value_error(f"adaptive pooling to {output_size} needs static spatial sizes", input)
     if any(size % out for size, out in zip(spatial, output_size)):
-        sh.value_error(
-            f"adaptive pooling from {spatial} to {output_size}: ONNX pooling can only express output "
-            "sizes that divide the input size", input)
+        return _adaptive_bins(g, "ReduceMean", input, spatial, output_size)
     kernel = [size // out for size, out in zip(spatial, output_size)]
     if all(k == 1 for k in kernel):
         return input
     return g.op(op, input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n))
+
+
+def _adaptive_bins(g, reduce: str, input: Value, spatial, output_size):
+    """Output sizes that do not divide the input: torch's bin i spans [floor(i*L/n), ceil((i+1)*L/n)),
+    bins of unequal, overlapping extent. Reduce each static slice and concatenate, one axis at a time
+    (mean and max over a box are separable)."""
+    out = input
+    for axis, (size, n) in enumerate(zip(spatial, output_size), start=2):
+        if size == n:
+            continue
+        bins = []
+        for i in range(n):
+            start, end = (i * size) // n, -((-(i + 1) * size) // n)
+            piece = onnx_ops.slice(g, out, [axis], [start], [end])
+            bins.append(onnx_ops.reduce(g, reduce, piece, [axis], True))
+        out = g.op("Concat", *bins, axis_i=axis)
+    return out
 
 
 @_onnx_symbolic("aten::adaptive_avg_pool1d")
@@ -359,9 +394,11 @@ def _adaptive_max_pool(g, input: Value, output_size: list[int]):
     if spatial is None or any(not isinstance(d, int) for d in spatial):
         sh.value_error(f"adaptive max pooling to {output_size} needs static spatial sizes", input)
     if any(size % out for size, out in zip(spatial, output_size)):
-        sh.value_error(
-            f"adaptive max pooling from {spatial} to {output_size}: ONNX pooling can only express output "
-            "sizes that divide the input size", input)
+        if _output_used(g, 1):
+            sh.value_error(
+                f"adaptive max pooling from {spatial} to {output_size} with indices: ONNX can only express "
+                "indices for output sizes that divide the input size", input)
+        return _adaptive_bins(g, "ReduceMax", input, spatial, output_size), None
     kernel = [size // out for size, out in zip(spatial, output_size)]
     if g.opset < 8 and not _output_used(g, 1):  # MaxPool-7 has no indices output; fine if unused
         return g.op("MaxPool", input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n)), None
@@ -501,17 +538,59 @@ def dropout(g, input, p, train):
 @_onnx_symbolic("aten::feature_dropout")
 def feature_dropout(g, input, p, train):
     """feature_dropout(Tensor input, float p, bool train) -> Tensor"""
-    if sh._get_const(train, "b", "train"):
-        sh.unimplemented("feature_dropout", "training mode")
-    return input
+    if not sh._get_const(train, "b", "train"):
+        return input
+    # one draw per (sample, channel): Dropout of ones shaped (N, C, 1, ...), times the input
+    return g.op("Mul", input, _dropout(g, _feature_ones(g, input, "feature_dropout"), p, train))
+
+
+def _feature_ones(g, input, op):
+    if g.opset < 12:
+        sh.value_error(f"{op} in training mode needs Dropout with training_mode, from opset 12 "
+                       "(pass opset_version=12)")
+    sizes = sh.sizes(input) or []
+    if len(sizes) < 2 or not all(isinstance(n, int) for n in sizes[:2]):
+        sh.value_error(f"{op} in training mode needs static batch and channel dims", input)
+    return g.constant(torch.ones(sizes[:2] + [1] * (len(sizes) - 2), dtype=input.dtype))
 
 
 @_onnx_symbolic("aten::alpha_dropout")
 def alpha_dropout(g, input, p, train):
     """alpha_dropout(Tensor input, float p, bool train) -> Tensor"""
-    if sh._get_const(train, "b", "train"):
-        sh.unimplemented("alpha_dropout", "training mode")
-    return input
+    if not sh._get_const(train, "b", "train"):
+        return input
+    if g.opset < 12:
+        sh.value_error("alpha_dropout in training mode needs Dropout with training_mode, from opset 12 "
+                       "(pass opset_version=12)")
+    p = sh._get_const(p, "f", "p")
+    _, keep = g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
+    return _alpha_mix(g, input, keep, p)
+
+
+def _alpha_mix(g, input, keep, p: float):
+    # torch: dropped values become alpha' = -scale * alpha of SELU, then an affine map a * x + b
+    # keeps mean and variance
+    alpha = -1.7580993408473766
+    a = (1 - p) * (1 + p * alpha * alpha)
+    a = 1 / a ** 0.5 if a > 0 else 0.0
+    b = -a * alpha * p
+    kept = onnx_ops.cast(g, keep, input.dtype)
+    dropped = g.op("Sub", g.constant(1.0, input.dtype), kept)
+    mixed = g.op("Add", g.op("Mul", input, kept), g.op("Mul", dropped, g.constant(alpha, input.dtype)))
+    return g.op("Add", g.op("Mul", mixed, g.constant(a, input.dtype)), g.constant(b, input.dtype))
+
+
+@_onnx_symbolic("aten::native_dropout")
+def native_dropout(g, input, p, train):
+    """native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)"""
+    if sh.is_none(train) or not sh._get_const(train, "b", "train"):
+        shape = onnx_ops.shape_of(g, input)
+        return input, g.op("ConstantOfShape", shape, value_t=torch.ones(1, dtype=torch.bool))
+    if g.opset < 12:
+        sh.value_error("native_dropout in training mode needs Dropout with training_mode, from opset 12 "
+                       "(pass opset_version=12)")
+    p = sh._get_const(p, "f", "p")
+    return g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
 
 
 @_onnx_symbolic("aten::feature_alpha_dropout")
