@@ -114,6 +114,29 @@ def _dequantize_linear(node: Node) -> None:
     _set(node, 0, node.inputs[1].dtype, node.inputs[0].shape)
 
 
+def _dft(node: Node) -> None:
+    x, shape = node.inputs[0], None
+    if x.shape is not None:
+        axis = node.attr("axis") if len(node.inputs) < 3 else (_const_ints(node.inputs[2]) or [None])[0]
+        axis = 1 if axis is None and len(node.inputs) < 3 else axis
+        length = _const_ints(_input(node, 1))
+        shape = list(x.shape[:-1]) + [2]
+        if axis is None:
+            shape = [None] * (len(shape) - 1) + [2]
+        else:
+            axis = _normalize_axis(axis, len(shape))
+            n = length[0] if length else shape[axis]
+            if node.attr("onesided"):
+                n = n // 2 + 1 if isinstance(n, int) else None
+            shape[axis] = n
+    _set(node, 0, x.dtype, shape)
+
+
+def _stft(node: Node) -> None:
+    x = node.inputs[0]
+    _set(node, 0, x.dtype, (x.shape[0], None, None, 2) if x.shape is not None else None)
+
+
 def _elementwise(node: Node) -> None:
     values = [v for v in node.inputs if v is not None]
     _set(node, 0, values[0].dtype, broadcast(*(v.shape for v in values)))
@@ -612,6 +635,54 @@ REDUCTIONS = (
     "ReduceSumSquare"
 ).split()
 
+def _resize(node: Node) -> None:
+    """Resize/Upsample: sizes when constant, else floor(dim * scale) for static dims."""
+    x = node.inputs[0]
+    if x.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    scales = node.attr("scales")
+    if node.op_type == "Resize":
+        sizes = _const_ints(_input(node, 3))
+        if sizes is not None and node.attr("axes") is None:
+            _set(node, 0, x.dtype, sizes)
+            return
+        scale_value = _input(node, 2) if len(node.inputs) > 2 else _input(node, 1)
+    else:
+        scale_value = _input(node, 1)
+    if scales is None and scale_value is not None and scale_value.is_const:
+        const = scale_value.const
+        scales = const.reshape(-1).tolist() if isinstance(const, torch.Tensor) else list(const)
+    if scales is None or len(scales) != len(x.shape) or node.attr("axes") is not None:
+        _set(node, 0, x.dtype, (None,) * len(x.shape))
+        return
+    # float32 arithmetic, as onnxruntime computes the output size
+    _set(node, 0, x.dtype, [int(torch.tensor(s, dtype=torch.float32).mul(d).item()) if isinstance(d, int) else None
+                            for d, s in zip(x.shape, scales)])
+
+
+def _col2im(node: Node) -> None:
+    x, image, block = node.inputs[0], _const_ints(node.inputs[1]), _const_ints(node.inputs[2])
+    if x.shape is None or image is None or block is None:
+        _set(node, 0, x.dtype, None)
+        return
+    channels = x.shape[1] // math.prod(block) if isinstance(x.shape[1], int) else None
+    _set(node, 0, x.dtype, [x.shape[0], channels, *image])
+
+
+def _grid_sample(node: Node) -> None:
+    x, grid = node.inputs[0], node.inputs[1]
+    if x.shape is None or grid.shape is None:
+        _set(node, 0, x.dtype, None)
+        return
+    _set(node, 0, x.dtype, [x.shape[0], x.shape[1], *grid.shape[1:-1]])
+
+
+def _affine_grid(node: Node) -> None:
+    theta, size = node.inputs[0], _const_ints(node.inputs[1])
+    _set(node, 0, theta.dtype, None if size is None else [size[0], *size[2:], len(size) - 2])
+
+
 SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     **{op: _same_as_input for op in UNARY_SAME},
     **{op: _elementwise for op in BINARY_BROADCAST},
@@ -663,11 +734,18 @@ SHAPE_RULES: dict[str, Callable[[Node], None]] = {
     "Compress": _compress,
     "OneHot": _one_hot,
     "QuantizeLinear": _quantize_linear,
+    "DFT": _dft,
+    "STFT": _stft,
     "DequantizeLinear": _dequantize_linear,
     "Scatter": _same_as_input,
     "ScatterElements": _same_as_input,
     "ScatterND": _same_as_input,
     "GatherElements": lambda node: _set(node, 0, node.inputs[0].dtype, node.inputs[1].shape),
+    "Resize": _resize,
+    "Upsample": _resize,
+    "Col2Im": _col2im,
+    "GridSample": _grid_sample,
+    "AffineGrid": _affine_grid,
 }
 
 
