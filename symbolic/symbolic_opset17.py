@@ -10,3 +10,4 @@ from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(17)
 from .opset17.transformer import *  # noqa: F401,F403
+from .opset17.spectral import *  # noqa: F401,F403

@@ -29,3 +29,4 @@ from .opset9.rearrange import *  # noqa: F401,F403
 from .opset9.normalization import *  # noqa: F401,F403
 from .opset9.loss import *  # noqa: F401,F403
 from .opset9.quantized import *  # noqa: F401,F403
+from .opset9.spectral import *  # noqa: F401,F403

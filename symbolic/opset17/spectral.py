@@ -1,0 +1,157 @@
+"""Spectral ops at opset 17: stft as ONNX STFT, fft_* as ONNX DFT, windows as *Window ops.
+
+Complex tensors have no ONNX type. Inside the converter a complex tensor is a REAL tensor with a
+trailing dim of 2 (real, imaginary), which is what DFT and STFT produce and what
+``torch.view_as_real`` returns, so ``aten::view_as_real`` is the identity on it. A complex value
+may only flow into ``aten::view_as_real`` or another fft op here: any other consumer (a graph
+output, ``abs``, arithmetic) would see the wrong layout, so it is refused with an error asking for
+``torch.view_as_real``. DFT takes ``axis`` as an attribute at 17-19 and as an input from 20.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import onnx_ops
+from .. import symbolic_helper as sh
+from ..registry import onnx_symbolic
+
+_onnx_symbolic = onnx_symbolic(17)
+
+# consumers that understand the (real, imag) trailing-dim layout of a complex value
+_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_irfft"}
+
+
+def _is_complex_input(g, k: int) -> bool:
+    jit_type = g.original_node.inputsAt(k).type()
+    return isinstance(jit_type, torch._C.TensorType) and str(jit_type.scalarType()).startswith("Complex")
+
+
+def _check_complex_uses(g, op: str) -> None:
+    """Refuse a complex result that reaches anything but view_as_real or an fft op."""
+    for use in g.original_node.outputsAt(0).uses():
+        kind = use.user.kind()
+        if kind not in _COMPLEX_CONSUMERS:
+            where = "a graph output" if kind == "prim::Return" else kind
+            sh.unimplemented(op, f"its complex result reaches {where}; ONNX has no complex type: "
+                                 "return or use torch.view_as_real(...) of it")
+
+
+def _dft(g, x, length, axis: int, inverse: bool = False, onesided: bool = False):
+    """ONNX DFT over ``axis`` of x (trailing dim 1 = real, 2 = complex)."""
+    dft_length = g.constant(int(length), torch.int64) if isinstance(length, int) else length
+    if g.opset >= 20:
+        return g.op("DFT", x, dft_length, g.constant(axis, torch.int64), inverse_i=int(inverse),
+                    onesided_i=int(onesided))
+    return g.op("DFT", x, dft_length, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
+
+
+def _scale(g, x, factor: float):
+    return x if factor == 1.0 else g.op("Mul", x, g.constant(factor, x.dtype or torch.float32))
+
+
+def _norm_factor(norm, n: int, inverse: bool) -> float:
+    """torch's norm as a factor on ONNX DFT (forward unscaled, inverse scaled by 1/n)."""
+    norm = norm or "backward"
+    if norm == "ortho":
+        return math.sqrt(n) / 1.0 if inverse else 1.0 / math.sqrt(n)
+    if norm == "forward":
+        return float(n) if inverse else 1.0 / n
+    return 1.0
+
+
+def _fft(g, self, n, dim, norm, op: str, inverse: bool, onesided: bool, complex_input: bool):
+    rank = sh.rank(self)
+    if rank is None:
+        sh.value_error(f"{op}: the input rank must be known", self)
+    signal_rank = rank - 1 if complex_input else rank
+    axis = sh.const(dim) % signal_rank
+    x = self if complex_input else onnx_ops.unsqueeze(g, self, [rank])
+    size = sh.const(n, None)
+    if size is None:
+        size = sh.static_sizes(self)[axis] if sh.is_static(self, axis) else None
+    if size is None:
+        sh.value_error(f"{op}: the signal length must be static", self)
+    size = int(size)
+    current = sh.static_sizes(self)[axis]
+    if size < current:
+        x = onnx_ops.slice(g, x, [axis], [0], [size])
+    out = _dft(g, x, size, axis, inverse=inverse, onesided=onesided)
+    return _scale(g, out, _norm_factor(sh.const(norm, None), size, inverse))
+
+
+@_onnx_symbolic("aten::fft_rfft")
+def fft_rfft(g, self, n=None, dim=-1, norm=None):
+    """fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    _check_complex_uses(g, "fft_rfft")
+    return _fft(g, self, n, dim, norm, "fft_rfft", False, True, False)
+
+
+@_onnx_symbolic("aten::fft_fft")
+def fft_fft(g, self, n=None, dim=-1, norm=None):
+    """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    _check_complex_uses(g, "fft_fft")
+    return _fft(g, self, n, dim, norm, "fft_fft", False, False, _is_complex_input(g, 0))
+
+
+@_onnx_symbolic("aten::fft_ifft")
+def fft_ifft(g, self, n=None, dim=-1, norm=None):
+    """fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    _check_complex_uses(g, "fft_ifft")
+    return _fft(g, self, n, dim, norm, "fft_ifft", True, False, _is_complex_input(g, 0))
+
+
+@_onnx_symbolic("aten::view_as_real")
+def view_as_real(g, self):
+    """view_as_real(Tensor(a) self) -> Tensor(a)"""
+    return self  # a complex value already is (..., 2) real inside the converter (module docstring)
+
+
+@_onnx_symbolic("aten::stft")
+def stft(g, self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None,
+         return_complex=None, align_to_window=None):
+    """stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor"""
+    n_fft = int(sh.const(n_fft))
+    hop = sh.const(hop_length, None) or n_fft // 4
+    win = sh.const(win_length, None) or n_fft
+    if sh.const(return_complex, None):
+        _check_complex_uses(g, "stft")
+    if sh.const(align_to_window, None):
+        sh.unimplemented("stft", "align_to_window=True")
+    rank = sh.rank(self)
+    if rank not in (1, 2):
+        sh.value_error("stft: the input must be 1-D or 2-D", self)
+    onesided = True if sh.const(onesided, None) is None else bool(sh.const(onesided))
+    signal = onnx_ops.unsqueeze(g, self, [0, 2] if rank == 1 else [2])
+    dtype = self.dtype or torch.float32
+    if sh.is_none(window):
+        window = g.constant(torch.ones(win, dtype=dtype), dtype)
+    if win < n_fft:  # torch centres a shorter window inside n_fft
+        left = (n_fft - win) // 2
+        window = onnx_ops.pad(g, window, [left, n_fft - win - left], "constant", 0.0)
+    out = g.op("STFT", signal, g.constant(hop, torch.int64), window, g.constant(n_fft, torch.int64),
+               onesided_i=int(onesided))
+    out = g.op("Transpose", out, perm_i=[0, 2, 1, 3])  # ONNX [batch, frames, bins, 2] -> torch's order
+    if rank == 1:
+        out = onnx_ops.squeeze(g, out, [0])
+    if sh.const(normalized, None):
+        out = _scale(g, out, 1.0 / math.sqrt(n_fft))
+    return out
+
+
+@_onnx_symbolic("aten::blackman_window")
+def blackman_window(g, window_length, *args):
+    """blackman_window(int window_length, *, ScalarType? dtype=None, ...) -> Tensor;
+    blackman_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, ...) -> Tensor"""
+    from ..opset9 import spectral as opset9
+
+    periodic, dtype = opset9.window_args(args)
+    if isinstance(sh.const(window_length, None), int):
+        return opset9.blackman_window(g, window_length, *args)
+    from ..opset9.creation import creation_dtype
+
+    size = onnx_ops.cast(g, window_length, torch.int64)
+    out = g.op("BlackmanWindow", size, periodic_i=int(periodic), output_datatype_i=1)
+    return onnx_ops.cast(g, out, creation_dtype(g, dtype))

@@ -1,0 +1,77 @@
+"""Spectral ops: stft (ONNX STFT), fft_rfft/fft/ifft (ONNX DFT; axis an input from 20) and window
+functions, one table run against eager PyTorch via onnxruntime. Complex results leave the model
+through torch.view_as_real (complex tensors have no ONNX type)."""
+
+import io
+
+import pytest
+import torch
+
+from tests.optable import Case, below_min_params, params, run_below_min, run_case
+from torchscript_onnx import export
+
+OPSETS = (17, 20)
+
+
+def randn(*shape):
+    return lambda: (torch.randn(*shape),)
+
+
+
+def stft_case(name, shape, n_fft, return_complex=True, hann=None, **kwargs):
+    def fn(x):
+        window = torch.hann_window(hann) if hann else None
+        out = torch.stft(x, n_fft, window=window, return_complex=return_complex, **kwargs)
+        return torch.view_as_real(out) if return_complex else out
+    return Case(name, fn, randn(*shape), min_opset=17, opsets=OPSETS, atol=1e-4)
+
+
+def fft_case(name, fn, shape, **kwargs):
+    return Case(name, lambda x: torch.view_as_real(fn(x)), randn(*shape), min_opset=17, opsets=OPSETS,
+                atol=1e-4, **kwargs)
+
+
+CASES = [
+    stft_case("stft_hann", (2, 64), 16, hop_length=4, hann=16),
+    stft_case("stft_1d", (64,), 16, hop_length=4, hann=16),
+    stft_case("stft_real_output", (2, 64), 16, return_complex=False, hop_length=4, hann=16),
+    stft_case("stft_no_window_default_hop", (2, 64), 16),
+    stft_case("stft_short_window", (2, 64), 16, hop_length=5, win_length=10, hann=10),
+    stft_case("stft_no_center", (2, 64), 16, hop_length=4, hann=16, center=False),
+    stft_case("stft_constant_pad", (2, 64), 16, hop_length=4, hann=16, pad_mode="constant"),
+    stft_case("stft_normalized", (2, 64), 16, hop_length=4, hann=16, normalized=True),
+    stft_case("stft_twosided", (2, 64), 16, hop_length=4, hann=16, onesided=False),
+    fft_case("rfft", torch.fft.rfft, (3, 32)),
+    fft_case("rfft_dim0_n", lambda x: torch.fft.rfft(x, n=12, dim=0), (16, 3)),
+    fft_case("rfft_ortho", lambda x: torch.fft.rfft(x, norm="ortho"), (2, 20)),
+    fft_case("rfft_forward", lambda x: torch.fft.rfft(x, norm="forward"), (2, 20)),
+    fft_case("fft_real", torch.fft.fft, (3, 16)),
+    fft_case("ifft_of_rfft", lambda x: torch.fft.ifft(torch.fft.rfft(x, dim=0), dim=0), (9, 2)),
+    fft_case("fft_then_ifft", lambda x: torch.fft.ifft(torch.fft.fft(x, dim=1), dim=1, norm="ortho"), (2, 8, 3)),
+    fft_case("fft_of_rfft", lambda x: torch.fft.fft(torch.fft.rfft(x), norm="forward"), (2, 10)),
+    Case("hamming_window", lambda x: x * torch.hamming_window(x.shape[-1]), randn(2, 10)),
+    Case("hamming_window_alpha", lambda x: x * torch.hamming_window(10, False, 0.6, 0.4), randn(2, 10)),
+    Case("blackman_window", lambda x: x * torch.blackman_window(x.shape[-1], periodic=False), randn(2, 10)),
+    Case("blackman_window_dynamic", lambda x: x * torch.blackman_window(x.shape[-1]), randn(2, 10),
+         min_opset=17, export_options={"input_names": ["x"], "dynamic_axes": {"x": [1]}},
+         other_inputs=lambda: [(torch.randn(2, 7),)]),
+]
+
+
+@pytest.mark.parametrize("case,opset", params(CASES))
+def test_spectral(case, opset):
+    run_case(case, opset)
+
+
+@pytest.mark.parametrize("case,opset", below_min_params(CASES))
+def test_spectral_below_min(case, opset):
+    run_below_min(case, opset)
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.fft.rfft(x), lambda x: torch.fft.rfft(x).abs(),
+                                lambda x: torch.stft(x, 8, window=torch.ones(8), return_complex=True)])
+def test_complex_result_needs_view_as_real(fn):
+    from tests.optable import Fn
+
+    with pytest.raises(Exception, match="view_as_real"):
+        export(Fn(fn), (torch.randn(2, 32),), io.BytesIO(), opset_version=17)
