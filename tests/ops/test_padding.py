@@ -41,6 +41,8 @@ CASES = [
     Case("circular1d", pad((2, 1), mode="circular"), randn(2, 3, 5), opsets=OPSETS),
     Case("circular2d", nn.CircularPad2d((1, 2, 2, 0)), randn(1, 2, 4, 5), opsets=OPSETS),
     Case("circular3d", pad((1, 1, 0, 2, 1, 0), mode="circular"), randn(1, 2, 3, 4, 3), opsets=OPSETS),
+    Case("pad_circular_op", lambda x: torch.ops.aten._pad_circular(x, [1, 2, 1, 0]), randn(1, 2, 3, 4),
+         opsets=OPSETS),
     Case("circular2d_int64", pad((1, 2, 1, 0), mode="circular"), lambda: (torch.randint(0, 9, (1, 2, 3, 4)),),
          opsets=OPSETS),
     Case("reflect2d_dynamic", nn.ReflectionPad2d(1), randn(1, 2, 4, 5), opsets=OPSETS,

@@ -30,6 +30,7 @@ def affine(size, align_corners):
 GRID = (16, 20)
 CASES = [
     Case("channel_shuffle", nn.ChannelShuffle(3), randn(2, 6, 4, 5)),
+    Case("native_channel_shuffle", lambda x: torch.native_channel_shuffle(x, 2), randn(1, 4, 3, 3)),
     Case("channel_shuffle_1d", lambda x: F.channel_shuffle(x, 2), randn(2, 8, 5)),
     Case("channel_shuffle_int64", lambda x: F.channel_shuffle(x, 2), lambda: (torch.randint(0, 99, (1, 4, 3, 3)),)),
     Case("channel_shuffle_dynamic", nn.ChannelShuffle(2), randn(2, 4, 3, 5),
