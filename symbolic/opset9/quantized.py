@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import torch
 
+from torchscript_onnx.ir import Value
+
 from .. import onnx_ops
+from .. import registry
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 
@@ -137,14 +140,13 @@ def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = 
     params = _packed(packed, op)
     qweight, bias = params.unpack()
     spatial = (sh.rank(qx) or qweight.dim()) - 2
-    if params.transpose():
-        sh.unimplemented(op, "transposed quantized convolution")
     w = weight(g, qweight, op, rank=spatial + 2)
     kernel = list(qweight.shape[-spatial:])
     stride, padding, dilation = (list(f())[-spatial:] for f in (params.stride, params.padding, params.dilation))
     inputs = [qx, w] + ([g.constant(bias.detach().float(), torch.float32)] if bias is not None else [])
-    out = g.op("Conv", *inputs, kernel_shape_i=kernel, strides_i=stride, pads_i=padding + padding,
-               dilations_i=dilation, group_i=params.groups())
+    extra = {"output_padding_i": list(params.output_padding())[-spatial:]} if params.transpose() else {}
+    out = g.op("ConvTranspose" if params.transpose() else "Conv", *inputs, kernel_shape_i=kernel,
+               strides_i=stride, pads_i=padding + padding, dilations_i=dilation, group_i=params.groups(), **extra)
     if relu:
         out = g.op("Relu", out)
     return qdq(g, out, output_scale, output_zero_point, _out_dtype(g), op=op)
@@ -246,3 +248,62 @@ def quantized_cat(g, qx, dim, scale, zero_point):
 def quantized_sigmoid(g, qx, output_scale, output_zero_point):
     """quantized::sigmoid(Tensor qx, float output_scale, int output_zero_point) -> Tensor"""
     return qdq(g, g.op("Sigmoid", qx), output_scale, output_zero_point, _out_dtype(g), op="quantized::sigmoid")
+
+
+@_onnx_symbolic("quantized::conv_transpose1d")
+def quantized_conv_transpose1d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv_transpose1d(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv_transpose1d")
+
+
+@_onnx_symbolic("quantized::conv_transpose2d")
+def quantized_conv_transpose2d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv_transpose2d(Tensor qx, __torch__.torch.classes.quantized.Conv2dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv_transpose2d")
+
+
+@_onnx_symbolic("quantized::conv_transpose3d")
+def quantized_conv_transpose3d(g, qx, packed_weight, output_scale, output_zero_point):
+    """quantized::conv_transpose3d(Tensor qx, __torch__.torch.classes.quantized.Conv3dPackedParamsBase packed_weight, float output_scale, int output_zero_point) -> Tensor"""
+    return _conv(g, qx, packed_weight, output_scale, output_zero_point, "quantized::conv_transpose3d")
+
+
+def _float_op(g, kind: str, inputs: list, scale, zero_point, op: str):
+    """The float conversion of ``kind`` on the dequantized input, then the op's output quantization."""
+    fn = registry.lookup(kind, g.opset)
+    args = [v if isinstance(v, Value) or v is None else Value("", const=v) for v in inputs]
+    return qdq(g, fn(g, *args), scale, zero_point, _out_dtype(g), op=op)
+
+
+@_onnx_symbolic("quantized::hardswish")
+def quantized_hardswish(g, input, output_scale, output_zero_point):
+    """quantized::hardswish(Tensor input, float output_scale, int output_zero_point) -> Tensor"""
+    return _float_op(g, "aten::hardswish", [input], output_scale, output_zero_point, "quantized::hardswish")
+
+
+@_onnx_symbolic("quantized::leaky_relu")
+def quantized_leaky_relu(g, qx, negative_slope, inplace, output_scale, output_zero_point):
+    """quantized::leaky_relu(Tensor qx, Scalar negative_slope, bool inplace, float output_scale, int output_zero_point) -> Tensor"""
+    return _float_op(g, "aten::leaky_relu", [qx, negative_slope], output_scale, output_zero_point,
+                     "quantized::leaky_relu")
+
+
+@_onnx_symbolic("quantized::layer_norm")
+def quantized_layer_norm(g, input, normalized_shape, weight, bias, eps, output_scale, output_zero_point):
+    """quantized::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor"""
+    return _float_op(g, "aten::layer_norm", [input, normalized_shape, weight, bias, eps, False],
+                     output_scale, output_zero_point, "quantized::layer_norm")
+
+
+@_onnx_symbolic("quantized::group_norm")
+def quantized_group_norm(g, input, num_groups, weight, bias, eps, output_scale, output_zero_point):
+    """quantized::group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor"""
+    return _float_op(g, "aten::group_norm", [input, num_groups, weight, bias, eps, False],
+                     output_scale, output_zero_point, "quantized::group_norm")
+
+
+@_onnx_symbolic("quantized::instance_norm")
+def quantized_instance_norm(g, input, weight, bias, eps, output_scale, output_zero_point):
+    """quantized::instance_norm(Tensor input, Tensor? weight, Tensor? bias, float eps, float output_scale, int output_zero_point) -> Tensor"""
+    return _float_op(g, "aten::instance_norm", [input, weight, bias, None, None, True, 0.1, eps, False],
+                     output_scale, output_zero_point, "quantized::instance_norm")

@@ -64,6 +64,8 @@ def qcase(name, build, shape, min_opset=13, engine="fbgemm", atol=0.05):
 
 
 STEP = 0.05
+# onnxruntime's QDQ fusion of a float bias inserts Round (an opset-11 op) into opset-10 models
+ORT_ROUND = "onnxruntime's QDQ bias fusion inserts Round, an opset-11 op, into the opset-10 model"
 CASES = [
     Case("quantize_per_tensor_uint8",
          lambda x: torch.quantize_per_tensor(x, 0.05, 10, torch.quint8).dequantize(), randn(2, 3, 4),
@@ -95,6 +97,16 @@ CASES = [
     qcase("conv2d_qnnpack_per_tensor", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), min_opset=10, engine="qnnpack").xfail(
         [10], "onnxruntime's QDQ Conv fusion inserts Round, an opset-11 op, into the opset-10 model"),
     qcase("conv3d", lambda: nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4)),
+    qcase("conv_transpose2d", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2), (1, 3, 4, 4), engine="qnnpack",
+          min_opset=10).xfail([10], ORT_ROUND),
+    qcase("conv_transpose1d", lambda: nn.ConvTranspose1d(3, 2, 3, padding=1), (1, 3, 5), engine="qnnpack",
+          min_opset=10).xfail([10], ORT_ROUND),
+    qcase("hardswish", lambda: nn.Hardswish(), (2, 6), min_opset=10),
+    qcase("leaky_relu", lambda: nn.LeakyReLU(0.1), (2, 6), min_opset=10),
+    qcase("sigmoid", lambda: nn.Sigmoid(), (2, 6), min_opset=10),
+    qcase("layer_norm", lambda: nn.LayerNorm(6), (2, 3, 6), min_opset=10),
+    qcase("group_norm", lambda: nn.GroupNorm(2, 4), (2, 4, 5), min_opset=10),
+    qcase("instance_norm", lambda: nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 4), min_opset=10),
     qcase("add", lambda: Functional("add"), (2, 5), min_opset=10),
     qcase("add_relu", lambda: Functional("add_relu"), (2, 5), min_opset=10),
     qcase("mul", lambda: Functional("mul"), (2, 5), min_opset=10),
