@@ -426,6 +426,38 @@ def adaptive_max_pool3d(g, self, output_size):
     return _adaptive_max_pool(g, self, output_size)
 
 
+def _max_unpool(g, input: Value, indices: Value, output_size: list[int]):
+    sizes = sh.sizes(input) if input.shape is not None else None
+    if sizes is None or any(not isinstance(d, int) for d in sizes[:2]):
+        sh.value_error("max_unpool needs static batch and channel sizes", input)
+    batch, channels = sizes[:2]
+    plane = 1
+    for d in output_size:
+        plane *= d
+    # torch indexes each (batch, channel) plane, ONNX the whole flattened output: add plane offsets.
+    offsets = (torch.arange(batch * channels, dtype=torch.int64) * plane).reshape(
+        [batch, channels] + [1] * len(output_size))
+    indices = g.op("Add", onnx_ops.cast(g, indices, torch.int64), g.constant(offsets, torch.int64))
+    shape = g.constant([batch, channels] + list(output_size), torch.int64)
+    n = len(output_size)
+    kernel = [max(1, o // i) if isinstance(i, int) else 1 for o, i in zip(output_size, sizes[2:])]
+    return g.op("MaxUnpool", input, indices, shape, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n))
+
+
+@_onnx_symbolic("aten::max_unpool2d")
+@sh.parse_args("v", "v", "is")
+def max_unpool2d(g, self, indices, output_size):
+    """max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor"""
+    return _max_unpool(g, self, indices, output_size)
+
+
+@_onnx_symbolic("aten::max_unpool3d")
+@sh.parse_args("v", "v", "is", "is", "is")
+def max_unpool3d(g, self, indices, output_size, stride, padding):
+    """max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor"""
+    return _max_unpool(g, self, indices, output_size)
+
+
 # ---------------------------------------------------------------------------------------------
 # Normalization
 
