@@ -33,7 +33,8 @@ POS_WEIGHT = torch.tensor([0.2, 1.0, 2.5, 4.0])
 
 CASES = [
     *[Case(f"mse-{r}", lambda x, t, r=r: F.mse_loss(x, t, reduction=r), pair(3, 4, 5)) for r in REDUCTIONS],
-    Case("mse-broadcast", lambda x, t: F.mse_loss(x, t.expand_as(x)), lambda: (torch.randn(3, 4), torch.randn(4)), min_opset=8),
+    Case("mse-broadcast", lambda x, t: F.mse_loss(x, t.expand_as(x)), lambda: (torch.randn(3, 4), torch.randn(4)),
+         min_opset=8),
     *[Case(f"l1-{r}", lambda x, t, r=r: F.l1_loss(x, t, reduction=r), pair(3, 4, 5)) for r in REDUCTIONS],
     *[Case(f"smooth_l1-beta{b}-{r}", lambda x, t, r=r, b=b: F.smooth_l1_loss(x, t, reduction=r, beta=b),
            pair(3, 4, 5)) for b in (1.0, 0.5, 0.0) for r in ("none", "mean")],
