@@ -21,7 +21,7 @@ from ..registry import onnx_symbolic
 _onnx_symbolic = onnx_symbolic(17)
 
 # consumers that understand the (real, imag) trailing-dim layout of a complex value
-_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_irfft"}
+_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2"}
 
 
 def _is_complex_input(g, k: int) -> bool:
@@ -101,6 +101,33 @@ def fft_ifft(g, self, n=None, dim=-1, norm=None):
     """fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
     _check_complex_uses(g, "fft_ifft")
     return _fft(g, self, n, dim, norm, "fft_ifft", True, False, _is_complex_input(g, 0))
+
+
+def _fft2(g, self, s, dim, norm, op: str, real: bool, inverse: bool = False):
+    dims = sh.const(dim)
+    sizes = sh.const(s, None) or [None] * len(dims)
+    if len(dims) != 2:
+        sh.unimplemented(op, "only 2 dims")
+    complex_input = not real and _is_complex_input(g, 0)
+    rank = sh.rank(self) - (1 if complex_input else 0)
+    axes = [d % rank for d in dims]
+    # the last dim first (one-sided for rfft2), then the other over the complex result
+    out = _fft(g, self, sizes[1], axes[1], norm, op, inverse, real, complex_input)
+    return _fft(g, out, sizes[0], axes[0], norm, op, inverse, False, True)
+
+
+@_onnx_symbolic("aten::fft_rfft2")
+def fft_rfft2(g, self, s=None, dim=(-2, -1), norm=None):
+    """fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
+    _check_complex_uses(g, "fft_rfft2")
+    return _fft2(g, self, s, dim, norm, "fft_rfft2", real=True)
+
+
+@_onnx_symbolic("aten::fft_fft2")
+def fft_fft2(g, self, s=None, dim=(-2, -1), norm=None):
+    """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
+    _check_complex_uses(g, "fft_fft2")
+    return _fft2(g, self, s, dim, norm, "fft_fft2", real=False)
 
 
 @_onnx_symbolic("aten::view_as_real")
