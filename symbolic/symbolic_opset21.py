@@ -10,3 +10,4 @@ to the newest lower opset (see ``symbolic/registry.py``).
 from .registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(21)
+from .opset21.normalization import *  # noqa: F401,F403

@@ -91,6 +91,8 @@ CASES = [
     Case("normalize-zero-row", lambda x: F.normalize(x * torch.tensor([[0.0], [1.0]])), randn(2, 4)),
 ]
 for _case in CASES:
+    if _case.name.startswith("group_norm"):  # GroupNormalization-21
+        _case.opsets = (21,)
     if _case.name.startswith("normalize"):  # F.normalize calls expand_as: ONNX Expand from opset 8
         _case.min_opset = 8
 CASES += [
@@ -112,6 +114,8 @@ LOWERING = [
     (Case("batch_norm", seeded(nn.BatchNorm2d(3)), randn(2, 3, 4, 4)), 9, "BatchNormalization"),
     (Case("layer_norm", nn.LayerNorm(4), randn(2, 3, 4)), 17, "LayerNormalization"),
     (Case("rms_norm", nn.RMSNorm(4), randn(2, 3, 4)), 23, "RMSNormalization"),
+    (Case("group_norm", nn.GroupNorm(2, 4), randn(2, 4, 3)), 21, "GroupNormalization"),
+    (Case("group_norm", nn.GroupNorm(2, 4), randn(2, 4, 3)), 20, "ReduceMean"),
 ]
 
 
