@@ -18,7 +18,7 @@ def randn(*shape):
     return lambda: (torch.randn(*shape),)
 
 
-def quantized(build, shape, engine="fbgemm"):
+def quantized(build, shape, engine="fbgemm", fuse=None):
     """``build()`` (a float module) statically quantized eagerly, calibrated on random data."""
     from torch.ao import quantization as tq
 
@@ -26,6 +26,8 @@ def quantized(build, shape, engine="fbgemm"):
         torch.backends.quantized.engine = engine
         torch.manual_seed(0)
         model = tq.QuantWrapper(build()).eval()
+        if fuse:  # e.g. conv + relu -> quantized::conv2d_relu
+            tq.fuse_modules(model.module, fuse, inplace=True)
         model.qconfig = tq.get_default_qconfig(engine)
         tq.prepare(model, inplace=True)
         for _ in range(4):
@@ -59,8 +61,9 @@ class Lazy(nn.Module):
         return self.model
 
 
-def qcase(name, build, shape, min_opset=13, engine="fbgemm", atol=0.05):
-    return Case(name, Lazy(quantized(build, shape, engine)), randn(*shape), min_opset=min_opset, atol=atol, rtol=0)
+def qcase(name, build, shape, min_opset=13, engine="fbgemm", atol=0.05, fuse=None):
+    return Case(name, Lazy(quantized(build, shape, engine, fuse)), randn(*shape), min_opset=min_opset, atol=atol,
+                rtol=0)
 
 
 STEP = 0.05
@@ -107,6 +110,10 @@ CASES = [
     qcase("layer_norm", lambda: nn.LayerNorm(6), (2, 3, 6), min_opset=10),
     qcase("group_norm", lambda: nn.GroupNorm(2, 4), (2, 4, 5), min_opset=10),
     qcase("instance_norm", lambda: nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 4), min_opset=10),
+    qcase("linear_relu", lambda: nn.Sequential(nn.Linear(6, 4), nn.ReLU()), (3, 6), fuse=[["0", "1"]]),
+    qcase("conv1d_relu", lambda: nn.Sequential(nn.Conv1d(2, 3, 3), nn.ReLU()), (2, 2, 7), fuse=[["0", "1"]]),
+    qcase("conv2d_relu", lambda: nn.Sequential(nn.Conv2d(2, 3, 3), nn.ReLU()), (1, 2, 6, 6), fuse=[["0", "1"]]),
+    qcase("conv3d_relu", lambda: nn.Sequential(nn.Conv3d(2, 3, 2), nn.ReLU()), (1, 2, 4, 4, 4), fuse=[["0", "1"]]),
     qcase("add", lambda: Functional("add"), (2, 5), min_opset=10),
     qcase("add_relu", lambda: Functional("add_relu"), (2, 5), min_opset=10),
     qcase("mul", lambda: Functional("mul"), (2, 5), min_opset=10),
