@@ -39,8 +39,21 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p
     inputs = [query, key, value]
     if not sh.is_none(attn_mask):
         mask = attn_mask if attn_mask.dtype == torch.bool else onnx_ops.cast(g, attn_mask, query.dtype)
-        inputs.append(mask)
+        inputs.append(_mask_rows(g, mask, query))
     attrs = {"is_causal_i": int(is_causal)}
     if not sh.is_none(scale):
         attrs["scale_f"] = float(sh.const(scale))
     return g.op("Attention", *inputs, **attrs)
+
+
+def _mask_rows(g, mask, query):
+    """onnxruntime's Attention requires the mask's query dim to equal the query length (no
+    broadcast from 1, which torch and the ONNX spec allow): expand it."""
+    if mask.rank is None:
+        sh.value_error("scaled_dot_product_attention: the attn_mask rank must be known", mask)
+    if mask.rank >= 2 and mask.shape[-2] is not None and mask.shape[-2] == query.shape[2]:
+        return mask
+    rank = max(mask.rank, 2)
+    target = onnx_ops.unsqueeze(g, onnx_ops.size(g, query, 2), [0])
+    shape = g.op("Concat", g.constant([1] * (rank - 2), torch.int64), target, g.constant([1], torch.int64), axis_i=0)
+    return g.op("Expand", mask, shape)
