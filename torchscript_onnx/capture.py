@@ -379,16 +379,4 @@ def _specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
     torch._C._jit_pass_peephole(graph, True)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_dce(graph)
-    _propagate_dtypes(graph, inputs, examples)
 
-
-def _propagate_dtypes(graph: torch._C.Graph, inputs: list, examples: list) -> None:
-    """Give intermediate values the dtypes (and example sizes) a trace would record, so symbolics
-    that promote through ``g.output_dtype`` see them. Runs after the folds above, so sizes it
-    stamps never become constants; the converter treats them like traced sizes."""
-    if len(inputs) != len(list(graph.inputs())) or not all(isinstance(e, torch.Tensor) for e in examples):
-        return  # a method graph (``self`` first) or non-tensor inputs: the pass takes tensors only
-    try:
-        torch._C._jit_pass_complete_shape_analysis(graph, tuple(examples), False)
-    except RuntimeError:
-        pass  # best effort: values keep their scripted types
