@@ -43,7 +43,12 @@ _CAPTURE_FILE = os.path.abspath(capture_module.__file__)  # frames from here on 
 def source_of(node: torch._C.Node) -> str:
     """``file.py:42``: the innermost frame outside torch that the tracer recorded (the user's
     line calling ``F.linear``, not ``torch/nn/functional.py``), else the innermost frame, or ""."""
-    text = node.sourceRange()
+    return _source_from_range(node.sourceRange())
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_from_range(text: str) -> str:
+    """Many nodes share one recorded range (every node a layer call makes): parse each once."""
     if not text:
         return ""
     script = _SCRIPT_FRAME.search(text.split("\n", 1)[0])
