@@ -29,20 +29,6 @@ def nll_loss(g, self, target, weight, reduction, ignore_index):
                 ignore_index_i=sh._get_const(ignore_index, "i", "ignore_index"))
 
 
-@_onnx_symbolic("aten::nll_loss2d")
-def nll_loss2d(g, self, target, weight, reduction, ignore_index):
-    """nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean,
-    SymInt ignore_index=-100) -> Tensor"""
-    return nll_loss(g, self, target, weight, reduction, ignore_index)
-
-
-@_onnx_symbolic("aten::nll_loss_nd")
-def nll_loss_nd(g, self, target, weight, reduction, ignore_index):
-    """nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean,
-    SymInt ignore_index=-100) -> Tensor"""
-    return nll_loss(g, self, target, weight, reduction, ignore_index)
-
-
 @_onnx_symbolic("aten::cross_entropy_loss")
 def cross_entropy_loss(g, self, target, weight, reduction, ignore_index, label_smoothing):
     """cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean,

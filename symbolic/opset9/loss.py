@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from .. import onnx_ops
+from .. import registry
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 
@@ -118,18 +119,24 @@ def nll_loss(g, self, target, weight, reduction, ignore_index):
     return nll_decomposed(g, self, target, weight, reduction, ignore_index)
 
 
+def _nll_loss_at_opset(g, *args):
+    """The aten::nll_loss conversion registered for the target opset (the 2-d and n-d forms
+    share it, so a later opset's nll_loss serves them without re-registering them)."""
+    return registry.lookup("aten::nll_loss", g.opset)(g, *args)
+
+
 @_onnx_symbolic("aten::nll_loss2d")
 def nll_loss2d(g, self, target, weight, reduction, ignore_index):
     """nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean,
     SymInt ignore_index=-100) -> Tensor"""
-    return nll_loss(g, self, target, weight, reduction, ignore_index)
+    return _nll_loss_at_opset(g, self, target, weight, reduction, ignore_index)
 
 
 @_onnx_symbolic("aten::nll_loss_nd")
 def nll_loss_nd(g, self, target, weight, reduction, ignore_index):
     """nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean,
     SymInt ignore_index=-100) -> Tensor"""
-    return nll_loss(g, self, target, weight, reduction, ignore_index)
+    return _nll_loss_at_opset(g, self, target, weight, reduction, ignore_index)
 
 
 def _log_softmax(g, input, axis: int):
