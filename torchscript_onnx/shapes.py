@@ -126,7 +126,9 @@ def _dft(node: Node) -> None:
         else:
             axis = _normalize_axis(axis, len(shape))
             n = length[0] if length else shape[axis]
-            if node.attr("onesided"):
+            if node.attr("onesided") and node.attr("inverse"):  # DFT-20 IRFFT: a real signal of length n
+                shape[-1] = 1
+            elif node.attr("onesided"):
                 n = n // 2 + 1 if isinstance(n, int) else None
             shape[axis] = n
     _set(node, 0, x.dtype, shape)

@@ -21,15 +21,17 @@ from ..registry import onnx_symbolic
 _onnx_symbolic = onnx_symbolic(17)
 
 # consumers that understand the (real, imag) trailing-dim layout of a complex value
-_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2"}
+_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2", "aten::fft_irfft",
+                      "aten::fft_irfft2", "aten::fft_irfftn", "aten::fft_hfft", "aten::resolve_conj",
+                      "aten::resolve_neg", "aten::_conj", "aten::conj_physical"}
 
 
-def _is_complex_input(g, k: int) -> bool:
+def is_complex_input(g, k: int) -> bool:
     jit_type = g.original_node.inputsAt(k).type()
     return isinstance(jit_type, torch._C.TensorType) and str(jit_type.scalarType()).startswith("Complex")
 
 
-def _check_complex_uses(g, op: str) -> None:
+def check_complex_uses(g, op: str) -> None:
     """Refuse a complex result that reaches anything but view_as_real or an fft op."""
     for use in g.original_node.outputsAt(0).uses():
         kind = use.user.kind()
@@ -75,8 +77,8 @@ def _fft(g, self, n, dim, norm, op: str, inverse: bool, onesided: bool, complex_
     if size is None:
         sh.value_error(f"{op}: the signal length must be static", self)
     size = int(size)
-    current = sh.static_sizes(self)[axis]
-    if size < current:
+    current = sh.sizes(self)[axis]
+    if not isinstance(current, int) or size < current:
         x = onnx_ops.slice(g, x, [axis], [0], [size])
     out = _dft(g, x, size, axis, inverse=inverse, onesided=onesided)
     return _scale(g, out, _norm_factor(sh.const(norm, None), size, inverse))
@@ -85,22 +87,22 @@ def _fft(g, self, n, dim, norm, op: str, inverse: bool, onesided: bool, complex_
 @_onnx_symbolic("aten::fft_rfft")
 def fft_rfft(g, self, n=None, dim=-1, norm=None):
     """fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    _check_complex_uses(g, "fft_rfft")
+    check_complex_uses(g, "fft_rfft")
     return _fft(g, self, n, dim, norm, "fft_rfft", False, True, False)
 
 
 @_onnx_symbolic("aten::fft_fft")
 def fft_fft(g, self, n=None, dim=-1, norm=None):
     """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    _check_complex_uses(g, "fft_fft")
-    return _fft(g, self, n, dim, norm, "fft_fft", False, False, _is_complex_input(g, 0))
+    check_complex_uses(g, "fft_fft")
+    return _fft(g, self, n, dim, norm, "fft_fft", False, False, is_complex_input(g, 0))
 
 
 @_onnx_symbolic("aten::fft_ifft")
 def fft_ifft(g, self, n=None, dim=-1, norm=None):
     """fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    _check_complex_uses(g, "fft_ifft")
-    return _fft(g, self, n, dim, norm, "fft_ifft", True, False, _is_complex_input(g, 0))
+    check_complex_uses(g, "fft_ifft")
+    return _fft(g, self, n, dim, norm, "fft_ifft", True, False, is_complex_input(g, 0))
 
 
 def _fft2(g, self, s, dim, norm, op: str, real: bool, inverse: bool = False):
@@ -108,7 +110,7 @@ def _fft2(g, self, s, dim, norm, op: str, real: bool, inverse: bool = False):
     sizes = sh.const(s, None) or [None] * len(dims)
     if len(dims) != 2:
         sh.unimplemented(op, "only 2 dims")
-    complex_input = not real and _is_complex_input(g, 0)
+    complex_input = not real and is_complex_input(g, 0)
     rank = sh.rank(self) - (1 if complex_input else 0)
     axes = [d % rank for d in dims]
     # the last dim first (one-sided for rfft2), then the other over the complex result
@@ -119,21 +121,145 @@ def _fft2(g, self, s, dim, norm, op: str, real: bool, inverse: bool = False):
 @_onnx_symbolic("aten::fft_rfft2")
 def fft_rfft2(g, self, s=None, dim=(-2, -1), norm=None):
     """fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
-    _check_complex_uses(g, "fft_rfft2")
+    check_complex_uses(g, "fft_rfft2")
     return _fft2(g, self, s, dim, norm, "fft_rfft2", real=True)
 
 
 @_onnx_symbolic("aten::fft_fft2")
 def fft_fft2(g, self, s=None, dim=(-2, -1), norm=None):
     """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
-    _check_complex_uses(g, "fft_fft2")
+    check_complex_uses(g, "fft_fft2")
     return _fft2(g, self, s, dim, norm, "fft_fft2", real=False)
+
+
+def _conj(g, x):
+    """Complex conjugate of a (..., 2) value."""
+    return g.op("Mul", x, g.constant(torch.tensor([1.0, -1.0], dtype=x.dtype or torch.float32)))
+
+
+def _swap_norm(norm):
+    """hfft/ihfft are irfft/rfft of the conjugate with the roles of forward and backward swapped."""
+    return {"forward": "backward", "ortho": "ortho"}.get(sh.const(norm, None) or "backward", "forward")
+
+
+def _irfft(g, self, n, dim, norm, op: str, complex_input: bool):
+    """One-sided spectrum (..., m[, 2]) over ``dim`` -> real signal of length n (default 2 * (m - 1))."""
+    rank = sh.rank(self)
+    if rank is None:
+        sh.value_error(f"{op}: the input rank must be known", self)
+    if not complex_input:  # a real spectrum: imaginary parts 0
+        self = onnx_ops.pad(g, onnx_ops.unsqueeze(g, self, [rank]), [0] * (rank + 1) + [0] * rank + [1])
+        rank += 1
+    axis = sh.const(dim) % (rank - 1)
+    m = sh.sizes(self)[axis]
+    if not isinstance(m, int):
+        sh.value_error(f"{op}: the number of frequency bins must be static", self)
+    size = sh.const(n, None)
+    size = 2 * (m - 1) if size is None else int(size)
+    if size < 1:
+        sh.value_error(f"{op}: invalid number of data points ({size})", self)
+    # torch trims or zero-pads the spectrum to n // 2 + 1 bins
+    bins = size // 2 + 1
+    x = self
+    if m > bins:
+        x = onnx_ops.slice(g, x, [axis], [0], [bins])
+    elif m < bins:
+        pads = [0] * (2 * rank)
+        pads[rank + axis] = bins - m
+        x = onnx_ops.pad(g, x, pads)
+    if g.opset >= 20:  # DFT-20 defines onesided inverse: complex one-sided input -> real signal
+        out = _dft(g, x, size, axis, inverse=True, onesided=True)
+    else:
+        # the real part of a full inverse DFT of the spectrum with bins 1 .. ceil(n/2) - 1 doubled
+        # (they stand for themselves and their conjugate mirror) and the rest zero-padded; DC and
+        # Nyquist count once, and taking the real part drops their imaginary parts as torch does
+        weights = torch.full((bins,) + (1,) * (rank - 1 - axis), 2.0, dtype=x.dtype or torch.float32)
+        weights[0] = 1.0
+        if size % 2 == 0:
+            weights[-1] = 1.0
+        out = _dft(g, g.op("Mul", x, g.constant(weights)), size, axis, inverse=True)
+    out = g.op("Gather", out, g.constant(0, torch.int64), axis_i=rank - 1)
+    return _scale(g, out, _norm_factor(sh.const(norm, None), size, True))
+
+
+@_onnx_symbolic("aten::fft_irfft")
+def fft_irfft(g, self, n=None, dim=-1, norm=None):
+    """fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    return _irfft(g, self, n, dim, norm, "fft_irfft", is_complex_input(g, 0))
+
+
+def _irfftn(g, self, s, dim, norm, op: str):
+    complex_input = is_complex_input(g, 0)
+    rank = sh.rank(self) - (1 if complex_input else 0)
+    dims = sh.const(dim, None)
+    sizes = sh.const(s, None)
+    if dims is None:
+        dims = list(range(rank)) if sizes is None else list(range(rank - len(sizes), rank))
+    if sizes is None:
+        sizes = [None] * len(dims)
+    if len(sizes) != len(dims):
+        sh.value_error(f"{op}: s and dim must have the same length", self)
+    # torch: complex inverse DFTs over all dims but the last, then the one-sided inverse over the last
+    x = self
+    for size, axis in zip(sizes[:-1], dims[:-1]):
+        x = _fft(g, x, size, axis % rank, norm, op, True, False, complex_input)
+        complex_input = True
+    return _irfft(g, x, sizes[-1], dims[-1] % rank, norm, op, complex_input)
+
+
+@_onnx_symbolic("aten::fft_irfft2")
+def fft_irfft2(g, self, s=None, dim=(-2, -1), norm=None):
+    """fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
+    return _irfftn(g, self, s, dim, norm, "fft_irfft2")
+
+
+@_onnx_symbolic("aten::fft_irfftn")
+def fft_irfftn(g, self, s=None, dim=None, norm=None):
+    """fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor"""
+    return _irfftn(g, self, s, dim, norm, "fft_irfftn")
+
+
+@_onnx_symbolic("aten::fft_hfft")
+def fft_hfft(g, self, n=None, dim=-1, norm=None):
+    """fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    complex_input = is_complex_input(g, 0)
+    x = _conj(g, self) if complex_input else self
+    return _irfft(g, x, n, dim, _swap_norm(norm), "fft_hfft", complex_input)
+
+
+@_onnx_symbolic("aten::fft_ihfft")
+def fft_ihfft(g, self, n=None, dim=-1, norm=None):
+    """fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
+    check_complex_uses(g, "fft_ihfft")
+    return _conj(g, _fft(g, self, n, dim, _swap_norm(norm), "fft_ihfft", False, True, False))
 
 
 @_onnx_symbolic("aten::view_as_real")
 def view_as_real(g, self):
     """view_as_real(Tensor(a) self) -> Tensor(a)"""
     return self  # a complex value already is (..., 2) real inside the converter (module docstring)
+
+
+@_onnx_symbolic("aten::view_as_complex")
+def view_as_complex(g, self):
+    """view_as_complex(Tensor(a) self) -> Tensor(a)"""
+    check_complex_uses(g, "view_as_complex")
+    return self  # (..., 2) real already is the converter's complex layout (module docstring)
+
+
+@_onnx_symbolic("aten::_conj")
+def _conj_(g, self):
+    """_conj(Tensor(a) self) -> Tensor(a)"""
+    if not is_complex_input(g, 0):
+        return self
+    check_complex_uses(g, "_conj")
+    return _conj(g, self)
+
+
+@_onnx_symbolic("aten::conj_physical")
+def conj_physical(g, self):
+    """conj_physical(Tensor self) -> Tensor"""
+    return _conj_(g, self)
 
 
 @_onnx_symbolic("aten::stft")
@@ -144,7 +270,7 @@ def stft(g, self, n_fft, hop_length=None, win_length=None, window=None, normaliz
     hop = sh.const(hop_length, None) or n_fft // 4
     win = sh.const(win_length, None) or n_fft
     if sh.const(return_complex, None):
-        _check_complex_uses(g, "stft")
+        check_complex_uses(g, "stft")
     if sh.const(align_to_window, None):
         sh.unimplemented("stft", "align_to_window=True")
     rank = sh.rank(self)

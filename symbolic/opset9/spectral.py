@@ -1,6 +1,7 @@
 """Window functions of a length known at export time, as constants (any opset). A runtime length
 needs ONNX BlackmanWindow (opset 17; symbolic/opset17/spectral.py); ONNX HammingWindow uses
-alpha = 25/46 where torch uses 0.54, so a runtime-length hamming window is refused."""
+alpha = 25/46 where torch uses 0.54, so a runtime-length hamming window is refused.
+resolve_conj/resolve_neg are identities: the converter materialises conjugation and negation."""
 
 from __future__ import annotations
 
@@ -45,3 +46,23 @@ def blackman_window(g, window_length, *args):
     periodic, dtype = window_args(args)
     n = _static_length(window_length, "blackman_window", 17)
     return g.constant(torch.blackman_window(n, periodic, dtype=creation_dtype(g, dtype)))
+
+
+def _resolve(g, op: str, self):
+    from ..opset17 import spectral as opset17
+
+    if opset17.is_complex_input(g, 0):  # complex values exist from opset 17 (fft ops) only
+        opset17.check_complex_uses(g, op)
+    return self
+
+
+@_onnx_symbolic("aten::resolve_conj")
+def resolve_conj(g, self):
+    """resolve_conj(Tensor(a) self) -> Tensor(a)"""
+    return _resolve(g, "resolve_conj", self)
+
+
+@_onnx_symbolic("aten::resolve_neg")
+def resolve_neg(g, self):
+    """resolve_neg(Tensor(a) self) -> Tensor(a)"""
+    return _resolve(g, "resolve_neg", self)

@@ -17,7 +17,6 @@ def randn(*shape):
     return lambda: (torch.randn(*shape),)
 
 
-
 def stft_case(name, shape, n_fft, return_complex=True, hann=None, **kwargs):
     def fn(x):
         window = torch.hann_window(hann) if hann else None
@@ -29,6 +28,9 @@ def stft_case(name, shape, n_fft, return_complex=True, hann=None, **kwargs):
 def fft_case(name, fn, shape, **kwargs):
     return Case(name, lambda x: torch.view_as_real(fn(x)), randn(*shape), min_opset=17, opsets=OPSETS,
                 atol=1e-4, **kwargs)
+
+def irfft_case(name, fn, shape, **kwargs):
+    return Case(name, fn, randn(*shape), min_opset=17, opsets=OPSETS, atol=1e-4, **kwargs)
 
 
 CASES = [
@@ -53,6 +55,29 @@ CASES = [
     fft_case("rfft2_dims_ortho", lambda x: torch.fft.rfft2(x, dim=(0, 2), norm="ortho"), (6, 2, 8)),
     fft_case("fft2", torch.fft.fft2, (2, 5, 6)),
     fft_case("fft2_of_rfft", lambda x: torch.fft.fft2(torch.fft.rfft(x, dim=0)), (6, 4, 5)),
+    irfft_case("irfft_of_rfft", lambda x: torch.fft.irfft(torch.fft.rfft(x), n=x.size(-1)), (3, 16)),
+    irfft_case("irfft_of_rfft_odd", lambda x: torch.fft.irfft(torch.fft.rfft(x), n=x.size(-1)), (3, 15)),
+    irfft_case("irfft_default_n", lambda t: torch.fft.irfft(torch.view_as_complex(t)), (3, 9, 2)),
+    irfft_case("irfft_n_smaller", lambda t: torch.fft.irfft(torch.view_as_complex(t), n=7), (2, 9, 2)),
+    irfft_case("irfft_n_larger", lambda t: torch.fft.irfft(torch.view_as_complex(t), n=21), (2, 5, 2)),
+    irfft_case("irfft_dim0_ortho", lambda t: torch.fft.irfft(torch.view_as_complex(t), n=10, dim=0, norm="ortho"),
+               (6, 3, 2)),
+    irfft_case("irfft_forward", lambda t: torch.fft.irfft(torch.view_as_complex(t), norm="forward"), (2, 7, 2)),
+    irfft_case("irfft_real_input", lambda x: torch.fft.irfft(x, n=12), (2, 5)),
+    irfft_case("irfft_dynamic_batch", lambda t: torch.fft.irfft(torch.view_as_complex(t), n=16), (2, 9, 2),
+               export_options={"input_names": ["t"], "dynamic_axes": {"t": [0]}},
+               other_inputs=lambda: [(torch.randn(5, 9, 2),)]),
+    irfft_case("irfft2_of_rfft2", lambda x: torch.fft.irfft2(torch.fft.rfft2(x), s=x.shape[-2:]), (2, 6, 7)),
+    irfft_case("irfft2_default", lambda t: torch.fft.irfft2(torch.view_as_complex(t)), (2, 4, 5, 2)),
+    irfft_case("irfftn_s_dims", lambda t: torch.fft.irfftn(torch.view_as_complex(t), s=(5, 6, 8), norm="ortho"),
+               (4, 6, 5, 2)),
+    irfft_case("hfft", lambda t: torch.fft.hfft(torch.view_as_complex(t), n=10), (2, 6, 2)),
+    irfft_case("hfft_ortho_dim0", lambda t: torch.fft.hfft(torch.view_as_complex(t), dim=0, norm="ortho"), (5, 3, 2)),
+    fft_case("ihfft", lambda x: torch.fft.ihfft(x).resolve_conj(), (2, 10)),
+    fft_case("ihfft_forward_n", lambda x: torch.fft.ihfft(x, n=7, norm="forward").resolve_conj(), (2, 10)),
+    irfft_case("conj_roundtrip", lambda t: torch.view_as_real(torch.view_as_complex(t).conj().resolve_conj()),
+               (3, 4, 2)),
+    Case("resolve_conj_real", lambda x: x.conj().resolve_conj().resolve_neg() * 2, randn(2, 3)),
     Case("hamming_window", lambda x: x * torch.hamming_window(x.shape[-1]), randn(2, 10)),
     Case("hamming_window_alpha", lambda x: x * torch.hamming_window(10, False, 0.6, 0.4), randn(2, 10)),
     Case("blackman_window", lambda x: x * torch.blackman_window(x.shape[-1], periodic=False), randn(2, 10)),
