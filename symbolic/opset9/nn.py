@@ -287,10 +287,18 @@ def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_p
 
 def _avg_pool_divisor(g, input, kernel_size, stride, padding, ceil_mode, divisor, n):
     """torch divides each window's sum by ``divisor``: ONNX averages over the whole kernel (padding
-    counted), so scale by kernel size / divisor. Ceil-mode windows may be clipped (a smaller count)."""
-    if ceil_mode:
-        sh.unimplemented("avg_pool", "divisor_override with ceil_mode=True")
+    counted), so scale by kernel size / divisor."""
     attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, False, n)
+    if ceil_mode:
+        # the partial windows ceil mode adds are divided by ``divisor`` too, and ONNX would average
+        # them over fewer elements: pad the input explicitly with zeros (torch's padding and the
+        # ceil-mode tail), so every window is a whole kernel whose zeros add nothing to the sum
+        spatial = sh.sizes(input)[2:] if input.shape is not None else None
+        if spatial is None or any(not isinstance(d, int) for d in spatial):
+            sh.value_error("avg_pool with divisor_override and ceil_mode=True needs static spatial sizes", input)
+        pads = ceil_mode_pads(input, attrs["kernel_shape_i"], attrs["strides_i"], attrs["pads_i"], [1] * n)
+        input = onnx_ops.pad(g, input, [0, 0] + pads[:n] + [0, 0] + pads[n:], "constant", 0.0)
+        attrs["pads_i"] = [0] * (2 * n)
     window = 1
     for k in attrs["kernel_shape_i"]:
         window *= k
