@@ -89,6 +89,37 @@ def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False, rank: int
     sh.unimplemented(op, f"weights quantized as {qweight.qscheme()}")
 
 
+def _input_scale(qx):
+    """The scale of a quantized value: the one of its nearest DequantizeLinear, through the ops that
+    keep a quantization (relu, max_pool, reshape: their data input is input 0); None if there is none."""
+    node = qx.producer if isinstance(qx, Value) else None
+    while node is not None and node.op_type != "DequantizeLinear":
+        node = node.inputs[0].producer if node.inputs and node.inputs[0] is not None else None
+    return None if node is None else node.inputs[1]
+
+
+def bias(g, qx, qweight: torch.Tensor, bias: torch.Tensor | None):
+    """The float bias of a quantized conv/linear as the int32 values torch's kernels add: quantized
+    with scale input_scale * weight_scale and zero point 0 (per output channel for per-channel
+    weights), then DequantizeLinear. Legacy-compatible: Mul, Div and Cast (which truncates) fold into
+    an int32 initializer when the input scale is a constant. A float bias when the input's scale
+    cannot be found (an input that is not the output of a quantize op)."""
+    if bias is None:
+        return None
+    float_bias = g.constant(bias.detach().float(), torch.float32)
+    input_scale = _input_scale(qx)
+    if input_scale is None:
+        return float_bias
+    per_channel = qweight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)
+    scales = qweight.q_per_channel_scales() if per_channel else torch.tensor(qweight.q_scale())
+    weight_scale = g.constant(scales.to(torch.float32), torch.float32)
+    bias_scale = g.op("Mul", weight_scale, input_scale)
+    q_bias = onnx_ops.cast(g, g.op("Div", float_bias, bias_scale), torch.int32)
+    zero_point = g.constant(torch.zeros(scales.shape, dtype=torch.int32), torch.int32)
+    kw = {"axis_i": 0} if per_channel else {}
+    return g.op("DequantizeLinear", q_bias, bias_scale, zero_point, **kw)
+
+
 def _packed(value, op: str):
     obj = sh.const(value, None)
     if obj is None:
@@ -138,12 +169,12 @@ def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min
 
 def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = False):
     params = _packed(packed, op)
-    qweight, bias = params.unpack()
+    qweight, b = params.unpack()
     spatial = (sh.rank(qx) or qweight.dim()) - 2
     w = weight(g, qweight, op, rank=spatial + 2)
     kernel = list(qweight.shape[-spatial:])
     stride, padding, dilation = (list(f())[-spatial:] for f in (params.stride, params.padding, params.dilation))
-    inputs = [qx, w] + ([g.constant(bias.detach().float(), torch.float32)] if bias is not None else [])
+    inputs = [qx, w] + ([bias(g, qx, qweight, b)] if b is not None else [])
     extra = {"output_padding_i": list(params.output_padding())[-spatial:]} if params.transpose() else {}
     out = g.op("ConvTranspose" if params.transpose() else "Conv", *inputs, kernel_shape_i=kernel,
                strides_i=stride, pads_i=padding + padding, dilations_i=dilation, group_i=params.groups(), **extra)
@@ -189,10 +220,10 @@ def quantized_conv3d_relu(g, qx, packed_weight, output_scale, output_zero_point)
 
 
 def _linear(g, x, packed, scale, zero_point, op: str, relu: bool = False):
-    qweight, bias = torch.ops.quantized.linear_unpack(_packed(packed, op))
+    qweight, b = torch.ops.quantized.linear_unpack(_packed(packed, op))
     out = g.op("MatMul", x, weight(g, qweight, op, transpose=True))
-    if bias is not None:
-        out = g.op("Add", out, g.constant(bias.detach().float(), torch.float32))
+    if b is not None:
+        out = g.op("Add", out, bias(g, x, qweight, b))
     if relu:
         out = g.op("Relu", out)
     return qdq(g, out, scale, zero_point, _out_dtype(g), op=op)

@@ -1,14 +1,19 @@
 """Quantization: quantize/dequantize/fake_quantize ops and eager-mode quantized modules (packed
 weights) as QuantizeLinear/DequantizeLinear, one table run against eager PyTorch via onnxruntime.
-Outputs are dequantized floats; tolerance is one quantization step (rounding of ties may differ)."""
+Outputs are dequantized floats; tolerance is one quantization step (rounding of ties may differ).
+Biases of quantized conv/linear are int32 (scale input_scale * weight_scale, zero point 0), as legacy."""
 
+import io
 import warnings
+
+import onnx
 
 import pytest
 import torch
 from torch import nn
 
 from tests.optable import Case, below_min_params, params, run_below_min, run_case
+from torchscript_onnx import export
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -67,8 +72,6 @@ def qcase(name, build, shape, min_opset=13, engine="fbgemm", atol=0.05, fuse=Non
 
 
 STEP = 0.05
-# onnxruntime's QDQ fusion of a float bias inserts Round (an opset-11 op) into opset-10 models
-ORT_ROUND = "onnxruntime's QDQ bias fusion inserts Round, an opset-11 op, into the opset-10 model"
 CASES = [
     Case("quantize_per_tensor_uint8",
          lambda x: torch.quantize_per_tensor(x, 0.05, 10, torch.quint8).dequantize(), randn(2, 3, 4),
@@ -92,18 +95,16 @@ CASES = [
          randn(2, 6), min_opset=13, atol=0.1, rtol=0),
     qcase("linear", lambda: nn.Linear(6, 4), (3, 6)),
     qcase("linear_3d", lambda: nn.Linear(6, 4), (2, 3, 6)),
-    qcase("linear_qnnpack_per_tensor", lambda: nn.Linear(6, 4), (3, 6), min_opset=10, engine="qnnpack").xfail(
-        [10], "onnxruntime's QDQ MatMul+Add fusion inserts Round, an opset-11 op, into the opset-10 model"),
+    qcase("linear_qnnpack_per_tensor", lambda: nn.Linear(6, 4), (3, 6), min_opset=10, engine="qnnpack"),
     qcase("conv1d", lambda: nn.Conv1d(2, 3, 3, padding=1), (2, 2, 7)),
     qcase("conv2d", lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), (1, 3, 8, 8)),
     qcase("conv2d_groups_dilation", lambda: nn.Conv2d(4, 4, 3, groups=2, dilation=2), (1, 4, 9, 9)),
-    qcase("conv2d_qnnpack_per_tensor", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), min_opset=10, engine="qnnpack").xfail(
-        [10], "onnxruntime's QDQ Conv fusion inserts Round, an opset-11 op, into the opset-10 model"),
+    qcase("conv2d_qnnpack_per_tensor", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), min_opset=10, engine="qnnpack"),
     qcase("conv3d", lambda: nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4)),
     qcase("conv_transpose2d", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2), (1, 3, 4, 4), engine="qnnpack",
-          min_opset=10).xfail([10], ORT_ROUND),
+          min_opset=10),
     qcase("conv_transpose1d", lambda: nn.ConvTranspose1d(3, 2, 3, padding=1), (1, 3, 5), engine="qnnpack",
-          min_opset=10).xfail([10], ORT_ROUND),
+          min_opset=10),
     qcase("hardswish", lambda: nn.Hardswish(), (2, 6), min_opset=10),
     qcase("leaky_relu", lambda: nn.LeakyReLU(0.1), (2, 6), min_opset=10),
     qcase("sigmoid", lambda: nn.Sigmoid(), (2, 6), min_opset=10),
@@ -129,3 +130,34 @@ def test_quantized(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_quantized_below_min(case, opset):
     run_below_min(case, opset)
+
+
+BIAS_CASES = [
+    ("linear", lambda: nn.Linear(6, 4), (3, 6), "fbgemm", 13),
+    ("linear_qnnpack", lambda: nn.Linear(6, 4), (3, 6), "qnnpack", 10),
+    ("conv2d_per_channel", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), "fbgemm", 13),
+    ("conv2d_qnnpack", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6), "qnnpack", 10),
+    ("conv_transpose2d", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2), (1, 3, 4, 4), "qnnpack", 13),
+]
+
+
+@pytest.mark.parametrize("name,build,shape,engine,opset", BIAS_CASES, ids=[c[0] for c in BIAS_CASES])
+def test_bias_is_int32(name, build, shape, engine, opset):
+    """The bias reaches the graph as int32 trunc(bias / (input_scale * weight_scale)) through
+    DequantizeLinear (as legacy's requantize_bias_helper); numerics are checked by the table above."""
+    model = quantized(build, shape, engine)()
+    layer, input_scale = model.module, model.quant.scale.float()
+    qweight, float_bias = layer.weight(), layer.bias().detach()
+    per_channel = qweight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)
+    weight_scale = (qweight.q_per_channel_scales() if per_channel else torch.tensor(qweight.q_scale())).float()
+    expected = (float_bias / (weight_scale * input_scale)).to(torch.int32)
+    f = io.BytesIO()
+    export(model, (torch.randn(*shape),), f, opset_version=opset)
+    graph = onnx.load_from_string(f.getvalue()).graph
+    tensors = {t.name: t for t in graph.initializer}
+    tensors.update({n.output[0]: a.t for n in graph.node if n.op_type == "Constant" for a in n.attribute})
+    int32_inputs = [tensors[n.input[0]] for n in graph.node if n.op_type == "DequantizeLinear"
+                    and n.input[0] in tensors and tensors[n.input[0]].data_type == onnx.TensorProto.INT32]
+    assert len(int32_inputs) == 1, "expected one DequantizeLinear of an int32 bias"
+    torch.testing.assert_close(torch.from_numpy(onnx.numpy_helper.to_array(int32_inputs[0]).copy()), expected,
+                               rtol=0, atol=0)
