@@ -6,6 +6,8 @@ trailing dim of 2 (real, imaginary), which is what DFT and STFT produce and what
 may only flow into ``aten::view_as_real`` or another fft op here: any other consumer (a graph
 output, ``abs``, arithmetic) would see the wrong layout, so it is refused with an error asking for
 ``torch.view_as_real``. DFT takes ``axis`` as an attribute at 17-19 and as an input from 20.
+The one-sided inverse (irfft) is native to DFT-20 (onesided=1, inverse=1); at 17-19 it is the real
+part of a full inverse DFT of the weighted one-sided spectrum (see ``_irfft``).
 """
 
 from __future__ import annotations
