@@ -60,7 +60,7 @@ class GraphContext:
 
     def convert_block(self, block, inputs: list[Value], **extra):
         """Convert a JIT block into a subgraph with ``inputs``; returns (Graph, block outputs).
-        ``extra``: ``mutated``/``carried`` (see Converter.convert_subgraph)."""
+        ``extra``: ``mutated``/``carried``/``scanned`` (see Converter.convert_subgraph)."""
         return self.block_converter(self, block, inputs, **extra)
 
     def inline_block(self, block) -> list[Value]:

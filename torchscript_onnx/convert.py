@@ -21,6 +21,7 @@ from .capture import Captured
 from .context import GraphContext
 from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
 from .ir import Graph, Value
+from .mutation import LIST_MUTATORS, iter_nodes, mutated_input, mutated_outside
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
@@ -66,16 +67,6 @@ def _source_from_range(text: str) -> str:
     return f"{frames[0][0]}:{frames[0][1]}"
 
 
-def iter_nodes(block) -> list:
-    """Every node in ``block`` and its nested blocks."""
-    found = []
-    for node in block.nodes():
-        found.append(node)
-        for sub in node.blocks():
-            found.extend(iter_nodes(sub))
-    return found
-
-
 def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedOp]:
     missing: dict[str, UnsupportedOp] = {}
     for node in iter_nodes(jit_graph):
@@ -87,40 +78,6 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
             op = missing[kind] = UnsupportedOp(kind, opset, registry.lowest_supporting_opset(kind))
         op.occurrences.append((scope_path(node.scopeName()), source_of(node)))
     return list(missing.values())
-
-
-# List mutators: their symbolics return (the list after the call, *the node's outputs).
-LIST_MUTATORS = frozenset({"aten::append", "aten::insert", "aten::pop", "aten::_set_item", "aten::clear",
-                           "aten::extend"})
-
-
-def mutated_input(node: torch._C.Node) -> torch._C.Value | None:
-    """The JIT value ``node`` mutates: a list mutator's list, an in-place aten op's tensor (``add_``)."""
-    kind = node.kind()
-    if kind in LIST_MUTATORS:
-        return node.inputsAt(0)
-    name = kind.partition("::")[2]
-    if kind.startswith("aten::") and name.endswith("_") and not name.startswith("_") and node.inputsSize() \
-            and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
-        return node.inputsAt(0)
-    return None
-
-
-def mutated_outside(node: torch._C.Node) -> list:
-    """Values defined outside ``node``'s blocks that nodes in them mutate (scripted code is not SSA:
-    ``l.append(x)`` in a loop body changes ``l`` for the next iteration and after the loop)."""
-    inside: set[int] = set()
-    nested = [n for block in node.blocks() for n in iter_nodes(block)]
-    for block in [*node.blocks(), *[b for n in nested for b in n.blocks()]]:
-        inside.update(v.unique() for v in block.inputs())
-    for n in nested:
-        inside.update(v.unique() for v in n.outputs())
-    found: dict[int, torch._C.Value] = {}
-    for n in nested:
-        target = mutated_input(n)
-        if target is not None and target.unique() not in inside:
-            found.setdefault(target.unique(), target)
-    return list(found.values())
 
 
 _NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
@@ -205,18 +162,22 @@ class Converter:
         return [self.env[v.unique()] for v in block.outputs()]
 
     def convert_subgraph(self, ctx: GraphContext, block, inputs: list[Value], mutated=(),
-                         carried=(), finish=None) -> tuple[Graph, list[Value]]:
+                         carried=(), finish=None, scanned=()) -> tuple[Graph, list[Value]]:
         """Convert a JIT block (an If branch, a Loop body) into a subgraph nested in ``ctx``'s graph.
 
         ``inputs`` type the block's inputs. Every block output is produced inside the subgraph
         (an Identity where the block returns an outer value), as ONNX bodies require.
         ``mutated``: outer JIT values the block mutates; their values at the block's end become
         extra outputs. ``carried`` (loop bodies) types them as extra inputs too. ``finish(ctx, value,
-        jit_value)`` prepares each output in the body (lists become sequences) before it is returned.
+        jit_type)`` prepares each output in the body (lists become sequences) before it is returned.
+        ``scanned`` (loop bodies): outer lists the body appends one element to; each starts empty in
+        the body and its element is returned last, as a scan output.
         """
         graph = Graph(parent=ctx.graph)
         sub = ctx.subgraph_context(graph)
-        saved = {v.unique(): self.env[v.unique()] for v in mutated}
+        saved = {v.unique(): self.env[v.unique()] for v in [*mutated, *scanned]}
+        for jit_list in scanned:
+            self.env[jit_list.unique()] = Value("", elements=[])
         for jit_input, value in [*zip(block.inputs(), inputs), *zip(mutated, carried)]:
             name = jit_input.debugName().split(".")[0] if not jit_input.debugName().isdigit() else "in"
             self.env[jit_input.unique()] = graph.add_input(f"{ctx.scope}/{name}", value.dtype, value.shape)
@@ -225,9 +186,15 @@ class Converter:
         try:
             self.convert_block(block)
             outputs = []
-            for jit_output in [*block.outputs(), *mutated]:
+            scan_ids = {v.unique() for v in scanned}
+            for jit_output in [*block.outputs(), *mutated, *scanned]:
                 value = self.env[jit_output.unique()]
-                value = finish(sub, value, jit_output) if finish is not None else value
+                jit_type = jit_output.type()
+                if jit_output.unique() in scan_ids:
+                    (value,) = value.elements  # its one element this iteration
+                    jit_type = jit_type.getElementType()
+                if finish is not None:
+                    value = finish(sub, value, jit_type)
                 value = sub.materialize(value) if not value.sequence else value
                 passthrough = value.producer is None or value.producer not in graph.nodes or value in graph.outputs
                 if passthrough and value.sequence and ctx.opset >= 14:  # Identity takes sequences from 14

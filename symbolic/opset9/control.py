@@ -36,7 +36,7 @@ def _env(g) -> dict:
 
 
 def _mutated_outside(node) -> list:
-    from torchscript_onnx.convert import mutated_outside
+    from torchscript_onnx.mutation import mutated_outside
 
     return mutated_outside(node)
 
@@ -106,9 +106,8 @@ def _typed_number(g, value: Value, dtype: torch.dtype | None) -> Value:
     return onnx_ops.cast(g, value, dtype) if value.dtype not in (None, dtype) else value
 
 
-def _finish(g, value: Value, jit_value) -> Value:
+def _finish(g, value: Value, jit_type) -> Value:
     """A block output as the ONNX body returns it: lists as sequences, numbers in their dtype."""
-    jit_type = jit_value.type()
     if isinstance(jit_type, torch._C.ListType) or value.sequence:
         return to_sequence(g, value, jit_type, 13)
     dtype = number_dtype(jit_type)
@@ -173,6 +172,36 @@ def _body_input(value: Value) -> Value:
     return typed
 
 
+def _scanned_lists(g, body, mutated: list, env: dict) -> list:
+    """Lists the loop only fills: empty before it, appended to once per iteration at the top of the
+    body and not read in it. Below opset 13 ONNX Loop cannot carry a sequence, but it can stack a
+    value per iteration (a scan output), which is such a list; the legacy exporter does the same."""
+    if g.opset >= 13:
+        return []
+    top_level = set(body.nodes())
+    scanned = []
+    for jit_value in mutated:
+        if not isinstance(jit_value.type(), torch._C.ListType) or env[jit_value.unique()].sequence:
+            continue
+        if sh.unpack_list(env[jit_value.unique()]):
+            continue
+        from torchscript_onnx.mutation import iter_nodes
+
+        users = [n for n in iter_nodes(body) if any(v.unique() == jit_value.unique() for v in n.inputs())]
+        if len(users) == 1 and users[0].kind() == "aten::append" and users[0] in top_level:
+            scanned.append(jit_value)
+    return scanned
+
+
+def _from_scan(g, stacked: Value, element: Value) -> Value:
+    """The list a scan output stands for: its slices along axis 0, as a sequence."""
+    stacked.dtype = element.dtype
+    stacked.shape = None if element.shape is None else (None, *element.shape)
+    out = g.op("SplitToSequence", stacked, axis_i=0, keepdims_i=0)
+    out.dtype, out.shape, out.sequence = element.dtype, element.shape, True
+    return out
+
+
 @_onnx_symbolic("prim::Loop")
 def prim_loop(g, max_trip_count, condition, *carried):
     """prim::Loop(int max_trip_count, bool cond, *carried) -> (*carried)"""
@@ -180,9 +209,13 @@ def prim_loop(g, max_trip_count, condition, *carried):
     body = next(iter(node.blocks()))
     mutated = _mutated_outside(node)
     env = _env(g)
+    scanned = _scanned_lists(g, body, mutated, env)
+    if scanned:
+        scanned_ids = {m.unique() for m in scanned}
+        every_mutated, mutated = mutated, [m for m in mutated if m.unique() not in scanned_ids]
     jit_values = list(node.inputs())[2:] + mutated
     values = list(carried) + [env[m.unique()] for m in mutated]
-    if not values:
+    if not values and not scanned:
         return None  # a loop that carries nothing only has side effects, which ONNX drops
     trips = sh.const(max_trip_count)
     if trips is not sh.UNKNOWN and int(trips) >= INT64_MAX:
@@ -194,8 +227,10 @@ def prim_loop(g, max_trip_count, condition, *carried):
     values = [_carry(g, v, j.type()) for v, j in zip(values, jit_values)]
     n_block = len(carried)
     body_inputs = [Value("", torch.int64, ())] + [_body_input(v) for v in values[:n_block]]
-    body_graph, body_outputs = g.convert_block(body, body_inputs, mutated=mutated,
+    body_graph, body_outputs = g.convert_block(body, body_inputs, mutated=mutated, scanned=scanned,
                                                carried=[_body_input(v) for v in values[n_block:]], finish=_finish)
+    scan_elements = body_outputs[len(body_outputs) - len(scanned):]
+    body_outputs = body_outputs[:len(body_outputs) - len(scanned)]
     # ONNX bodies take (iteration, condition, carried...); the JIT block has no condition input.
     body_graph.add_input(f"{g.scope}/cond", torch.bool, ())
     body_graph.inputs.insert(1, body_graph.inputs.pop())
@@ -210,13 +245,18 @@ def prim_loop(g, max_trip_count, condition, *carried):
         if body_output.dtype != value.dtype and None not in (body_output.dtype, value.dtype):
             sh.value_error(f"prim::Loop: a carried value changes dtype ({value.dtype} -> {body_output.dtype})")
         body_output.shape = _open_dims(body_output) if body_output.shape is not None else None
-    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *values, body_g=body_graph, outputs=len(values))
+    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *values, body_g=body_graph,
+                   outputs=len(values) + len(scanned))
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
     for out, value, body_output in zip(outputs, values, body_outputs[1:]):
         out.dtype, out.shape, out.sequence = value.dtype, _open_dims(value), value.sequence
         if value.sequence:
             out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
-    return outputs
+    if not scanned:
+        return outputs
+    new = {m.unique(): _from_scan(g, out, e) for m, out, e in zip(scanned, outputs[len(values):], scan_elements)}
+    new.update((m.unique(), out) for m, out in zip(mutated, outputs[n_block:len(values)]))
+    return (*outputs[:n_block], *[new[m.unique()] for m in every_mutated])
 
 
 @_onnx_symbolic("aten::Bool")

@@ -1,0 +1,52 @@
+"""What scripted code mutates. TorchScript is not SSA: ``l.append(x)`` or ``acc.add_(x)`` in a loop
+body changes a value defined outside it, for the next iteration and after the loop. The converter
+rebinds such values and carries them through If/Loop; prepare_inplace adds writes through views.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def iter_nodes(block) -> list:
+    """Every node in ``block`` and its nested blocks."""
+    found = []
+    for node in block.nodes():
+        found.append(node)
+        for sub in node.blocks():
+            found.extend(iter_nodes(sub))
+    return found
+
+
+# List mutators: their symbolics return (the list after the call, *the node's outputs).
+LIST_MUTATORS = frozenset({"aten::append", "aten::insert", "aten::pop", "aten::_set_item", "aten::clear",
+                           "aten::extend"})
+
+
+def mutated_input(node: torch._C.Node) -> torch._C.Value | None:
+    """The JIT value ``node`` mutates: a list mutator's list, an in-place aten op's tensor (``add_``)."""
+    kind = node.kind()
+    if kind in LIST_MUTATORS:
+        return node.inputsAt(0)
+    name = kind.partition("::")[2]
+    if kind.startswith("aten::") and name.endswith("_") and not name.startswith("_") and node.inputsSize() \
+            and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
+        return node.inputsAt(0)
+    return None
+
+
+def mutated_outside(node: torch._C.Node) -> list:
+    """Values defined outside ``node``'s blocks that nodes in them mutate (scripted code is not SSA:
+    ``l.append(x)`` in a loop body changes ``l`` for the next iteration and after the loop)."""
+    inside: set[int] = set()
+    nested = [n for block in node.blocks() for n in iter_nodes(block)]
+    for block in [*node.blocks(), *[b for n in nested for b in n.blocks()]]:
+        inside.update(v.unique() for v in block.inputs())
+    for n in nested:
+        inside.update(v.unique() for v in n.outputs())
+    found: dict[int, torch._C.Value] = {}
+    for n in nested:
+        target = mutated_input(n)
+        if target is not None and target.unique() not in inside:
+            found.setdefault(target.unique(), target)
+    return list(found.values())
