@@ -54,6 +54,66 @@ class ListThenCat(nn.Module):
         return torch.cat(parts, 0), len(parts)
 
 
+class ListWhileStack(nn.Module):
+    """A list filled by a while loop with a data-dependent stop, then stacked."""
+
+    def forward(self, x):
+        rows: List[torch.Tensor] = []
+        while bool(x.abs().sum() < 50.0):
+            x = x * 2.0 + 0.5
+            rows.append(x)
+        rows.append(x.neg())
+        return torch.stack(rows, 1), len(rows)
+
+
+class ListReadInLoop(nn.Module):
+    """A list the loop body also reads: it must be carried as a sequence (ONNX Loop, opset 13)."""
+
+    def forward(self, x, n: int):
+        parts: List[torch.Tensor] = [x]
+        for i in range(n):
+            parts.append(parts[-1] * 0.5 + float(len(parts)))
+        return torch.cat(parts, 0)
+
+
+class SliceAssignInLoop(nn.Module):
+    """Writes into views of an outer tensor inside a loop and a branch (``out[:, i] = v``)."""
+
+    def forward(self, x, n: int):
+        out = torch.zeros(x.size(0), n)
+        for i in range(n):
+            out[:, i] = x.sum(1) * i
+            row = out[0]
+            row += 1.0
+            if bool(x[0, 0] > 0):
+                out[1:, i] -= 2.0
+        return out
+
+
+class SliceAssignInBranch(nn.Module):
+    def forward(self, x):
+        y = x.clone()
+        if bool(y.sum() > 0):
+            y[0] = 0.0
+            y[:, 1:] *= 2.0
+        else:
+            y.t()[0].fill_(-1.0)
+        return y + 1
+
+
+class ViewReadAfterLoop(nn.Module):
+    """Views made before a loop that writes into their base: read after it, read and written in it."""
+
+    def forward(self, x, n: int):
+        y = x.clone()
+        col = y[:, 0]
+        row = y[1]
+        for i in range(n):
+            y.mul_(2.0)
+            row[i % 3] = row.sum()
+        return col + 1, row, y
+
+
 class InPlaceInLoop(nn.Module):
     """In-place updates of an outer tensor inside a loop and a branch: mutated values are carried."""
 
@@ -177,7 +237,18 @@ CASES = {
     "early_exit": (lambda: torch.jit.script(EarlyExit()), (_x(1.0, 2.0, -0.5),),
                    [(_x(-1.0, -2.0, 0.5),), (_x(0.0, 0.0, 0.0),)], {"If"}, 11),
     "list_then_cat": (lambda: torch.jit.script(ListThenCat()), (torch.randn(2, 3), 3),
-                      [(torch.randn(2, 3), 1), (torch.randn(2, 3), 5)], {"Loop", "SequenceInsert"}, 13),
+                      [(torch.randn(2, 3), 1), (torch.randn(2, 3), 5)], {"Loop"}, 11),
+    "list_while_stack": (lambda: torch.jit.script(ListWhileStack()), (_x(0.1, -0.2, 0.3),),
+                         [(_x(40.0, 9.0, 0.5),), (_x(3.0, 1.0, 2.0),), (_x(60.0, 0.0, 0.0),)], {"Loop"}, 11),
+    "list_read_in_loop": (lambda: torch.jit.script(ListReadInLoop()), (torch.randn(2, 3), 3),
+                          [(torch.randn(2, 3), 0), (torch.randn(2, 3), 5)], {"Loop", "SequenceInsert"}, 13),
+    "slice_assign_in_loop": (lambda: torch.jit.script(SliceAssignInLoop()), (torch.randn(2, 3), 3),
+                             [(torch.randn(2, 3), 0), (-torch.ones(2, 3), 4), (torch.ones(2, 3), 2)],
+                             {"Loop", "If"}, 11),
+    "slice_assign_in_branch": (lambda: torch.jit.script(SliceAssignInBranch()), (torch.rand(3, 4),),
+                               [(-torch.rand(3, 4),), (torch.rand(3, 4) - 0.6,)], {"If"}, 11),
+    "view_read_after_loop": (lambda: torch.jit.script(ViewReadAfterLoop()), (torch.randn(2, 3), 2),
+                             [(torch.randn(2, 3), 0), (torch.randn(2, 3), 5)], {"Loop"}, 11),
     "in_place_in_loop": (lambda: torch.jit.script(InPlaceInLoop()), (_x(0.5, 0.25, 1.0), 4),
                          [(_x(0.1, 0.1, 0.1), 2), (_x(2.0, 1.0, 1.0), 6), (_x(1.0, 1.0, 1.0), 0)],
                          {"Loop", "If"}, 11),
@@ -189,7 +260,7 @@ CASES = {
                  [(_x(0.0, 4.0), _x(1.0, 2.0)), (_x(-3.0, 4.0), _x(1.0, 2.0))], {"If", "Loop"}, 11),
     "cell_loop_language_model": (lambda: torch.jit.script(CellLoopLM().eval()),
                                  (torch.randint(0, 30, (5, 2)), torch.randn(2, 10)),
-                                 [(torch.randint(0, 30, (5, 2)), torch.randn(2, 10))], {"Loop"}, 13),
+                                 [(torch.randint(0, 30, (5, 2)), torch.randn(2, 10))], {"Loop"}, 11),
     "word_language_model": (lambda: torch.jit.script(WordLanguageModel().eval()),
                             (torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8)),
                             [(torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8))],
@@ -253,3 +324,4 @@ def test_raise_in_untaken_branch():
             return x * 3
 
     verify(torch.jit.script(Checked()), (torch.randn(2, 3),), opset_version=17)
+

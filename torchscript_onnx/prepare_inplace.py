@@ -21,7 +21,11 @@ A reshape/flatten is a view only when the strides the trace recorded allow it; o
 and writes into it stay there. In scripted graphs, which never thread in-place results, later reads
 of a written tensor are pointed at the write's result as well.
 
-Only the top-level block is rewritten (traces are flat). Writes into views this pass cannot invert
+Branches and loop bodies of scripted graphs are rewritten block by block: a write there into a
+view of a tensor defined outside the block ends with ``aten::copy_`` of the new value into that
+tensor, which the converter carries out of the If/Loop like any other mutation of an outer value.
+Views of it made outside and read inside are made again and copied back the same way; views of it
+read after the If/Loop are made again after it. Writes into views this pass cannot invert
 (expand, as_strided, the pieces of split/chunk/unbind) raise a clear error instead of exporting a
 model that silently ignores the write.
 """
@@ -76,13 +80,16 @@ def is_inplace(node: torch._C.Node) -> bool:
 
 
 def remove_inplace_views(graph: torch._C.Graph) -> bool:
-    """Rewrite writes into views in the top-level block; return whether anything changed."""
-    return _Rewriter(graph).run()
+    """Rewrite writes into views in every block; return whether anything changed."""
+    return _Rewriter(graph, graph.block()).run()
 
 
 class _Rewriter:
-    def __init__(self, graph: torch._C.Graph):
-        self.graph = graph
+    """Rewrites one block; blocks nested in it (If branches, Loop bodies) get their own, ``outer``
+    being the rewriter of the enclosing block, whose views they can see."""
+
+    def __init__(self, graph: torch._C.Graph, block, outer: _Rewriter | None = None):
+        self.graph, self.block, self.outer = graph, block, outer
         self.views: dict[torch._C.Value, tuple[torch._C.Node, torch._C.Value]] = {}
         self.uninvertible: dict[torch._C.Value, str] = {}
         self.bases: dict[torch._C.Value, torch._C.Value] = {}  # uninvertible view -> its input
@@ -92,13 +99,27 @@ class _Rewriter:
         self.by_root: dict[torch._C.Value, list[torch._C.Value]] = {}
         self.changed = False
 
+    def levels(self):
+        level = self
+        while level is not None:
+            yield level
+            level = level.outer
+
+    def find(self, table: str, value):
+        """``value``'s entry in ``table`` of this block's rewriter or an enclosing one."""
+        return next((getattr(level, table)[value] for level in self.levels() if value in getattr(level, table)),
+                    None)
+
+    def defines(self, value) -> bool:
+        return value.node().owningBlock() == self.block
+
     def add_view(self, value, template, parent) -> None:
         self.views[value] = (template, parent)
-        root = self.roots[value] = self.roots.get(parent, parent)
+        root = self.roots[value] = self.root_of(parent)
         self.by_root.setdefault(root, []).append(value)
 
     def run(self) -> bool:
-        for node in list(self.graph.nodes()):
+        for node in list(self.block.nodes()):
             kind = node.kind()
             if kind in VIEW_OPS and isinstance(node.inputsAt(0).type(), torch._C.TensorType) \
                     and (kind not in _COPY_WHEN_STRIDED or _reshape_is_view(node)):
@@ -107,33 +128,43 @@ class _Rewriter:
                 for out in node.outputs():
                     self.uninvertible[out] = kind
                     self.bases[out] = node.inputsAt(0)
-            elif kind == "prim::ListUnpack" and node.inputsAt(0) in self.uninvertible:
+            elif kind == "prim::ListUnpack" and self.find("uninvertible", node.inputsAt(0)):
                 for out in node.outputs():
-                    self.uninvertible[out] = self.uninvertible[node.inputsAt(0)]
-                    self.bases[out] = self.bases[node.inputsAt(0)]
+                    self.uninvertible[out] = self.find("uninvertible", node.inputsAt(0))
+                    self.bases[out] = self.find("bases", node.inputsAt(0))
             elif is_inplace(node):
                 self.rewrite_write(node)
+            blocks = list(node.blocks())
+            if blocks:
+                for block in blocks:
+                    self.changed |= _Rewriter(self.graph, block, self).run()
+                self.after_nested(node)
         return self.changed
 
     def root_of(self, value):
-        return self.roots.get(value, value)
+        return self.find("roots", value) or value
+
+    def views_of(self, root) -> bool:
+        return any(level.by_root.get(root) for level in self.levels())
 
     def rewrite_write(self, node: torch._C.Node) -> None:
         target = node.inputsAt(0)
-        if target in self.uninvertible:
-            base = self.bases[target]
-            if self.uninvertible[target] in DISJOINT_PIECES and base not in self.views \
+        uninvertible = self.find("uninvertible", target)
+        if uninvertible:
+            base = self.find("bases", target)
+            if uninvertible in DISJOINT_PIECES and self.find("views", base) is None \
                     and not _used_after(base, node):
                 return  # pieces do not overlap and nobody reads the base later (LSTMCell's gates)
             raise SymbolicValueError(
-                f"{node.kind()} writes into a view made by {self.uninvertible[target]}, which cannot be "
+                f"{node.kind()} writes into a view made by {uninvertible}, which cannot be "
                 f"exported as a write into its base; write into the base tensor instead"
                 f" ({_source(node)})")
         root = self.root_of(target)
-        if target is root and not self.by_root.get(root):
+        if target is root and not self.views_of(root):
             # A write into a tensor nobody views: traces already read the op's output afterwards;
-            # scripted graphs keep reading the input, which now means the written value.
-            if _used_after(root, node):
+            # scripted graphs keep reading the input, which now means the written value (the
+            # converter rebinds writes in nested blocks itself).
+            if self.outer is None and _used_after(root, node):
                 root.replaceAllUsesAfterNodeWith(node, node.output())
                 self.changed = True
             return
@@ -141,15 +172,67 @@ class _Rewriter:
         anchor = node
         new = node.output()
         value = target
-        while value in self.views:
-            template, parent = self.views[value]
+        written_outside = []  # (value defined outside this block, its new value)
+        chain = {target}
+        while (view := self.find("views", value)) is not None:
+            template, parent = view
             new = self.scatter_back(template, parent, new, anchor)
             anchor = new.node()
             value = parent
+            chain.add(parent)
+            if not self.defines(parent):
+                written_outside.append((parent, new))
         if target is not root:
-            self.add_view(node.output(), *self.views[target])
-        root.replaceAllUsesAfterNodeWith(anchor, new)
-        self.refresh(root, new, anchor)
+            self.add_view(node.output(), *self.find("views", target))
+        if self.defines(root):
+            root.replaceAllUsesAfterNodeWith(anchor, new)
+            self.refresh(root, new, anchor)
+            return
+        # The base lives outside this branch or loop body: write it back with an in-place copy_,
+        # which the converter carries out of the block like any other mutation of an outer value.
+        emit = _Emitter(self.graph, anchor)
+        for outer_value, new_value in written_outside:
+            new = emit("aten::copy_", [outer_value, new_value, *emit.consts(False)], outer_value.type())
+        remade = {root: new, **dict(written_outside)}
+        self.refresh_outer_views(root, chain, remade, emit)
+        self.refresh(root, new, emit.anchor)
+
+    def refresh_outer_views(self, root, chain: set, remade: dict, emit: _Emitter) -> None:
+        """Views of ``root`` made outside this block and read inside the If/Loop that holds it would
+        miss the write: make them again from the new root and copy_ them back, so the converter
+        carries them as well."""
+        stale, container = set(), self
+        for level in self.outer.levels():
+            compound = container.block.owningNode()
+            stale.update(v for v in level.by_root.get(root, [])
+                         if v not in chain and any(_inside(use.user, compound) for use in v.uses()))
+            container = level
+        needed = set()
+        for view in stale:
+            while view not in remade and view not in needed:
+                needed.add(view)
+                view = self.find("views", view)[1]
+        outer_views = [v for level in reversed(list(self.outer.levels())) for v in level.by_root.get(root, [])]
+        for view in [v for v in outer_views if v in needed]:
+            template, parent = self.find("views", view)
+            clone = self.graph.createClone(template, lambda x: x)
+            clone.replaceInput(0, remade[parent])
+            clone.insertAfter(emit.anchor)
+            clone.output().setType(view.type())
+            emit.anchor = clone
+            remade[view] = clone.output()
+        for view in [v for v in outer_views if v in stale]:
+            emit("aten::copy_", [view, remade[view], *emit.consts(False)], view.type())
+
+    def after_nested(self, node: torch._C.Node) -> None:
+        """Views read after a branch or loop that wrote into their base are made again after it."""
+        from .mutation import mutated_outside
+
+        for value in mutated_outside(node):
+            root = self.root_of(value)
+            if self.by_root.get(root):
+                self.refresh(root, root, node)
+                self.changed = True
 
     def refresh(self, root, new_root, anchor) -> None:
         """Views of ``root`` read after ``anchor`` are made again from ``new_root``."""
@@ -236,6 +319,15 @@ def _is_full_slice(args) -> bool:
         return False
     start, end, step = (v.toIValue() for v in args[1:4])
     return start in (None, 0) and step in (None, 1) and (end is None or end >= 9223372036854775807)
+
+
+def _inside(node: torch._C.Node, compound: torch._C.Node) -> bool:
+    """Whether ``node`` sits in one of ``compound``'s blocks, at any depth."""
+    while node is not None:
+        node = node.owningBlock().owningNode()
+        if node == compound:
+            return True
+    return False
 
 
 def _used_after(value, anchor) -> bool:

@@ -591,11 +591,16 @@ def select_scatter(g, self, src, dim, index):
     """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor"""
     rank = require_rank("select_scatter", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
-    idx = sh._get_const(index, "i", "index")
-    if idx < 0 and sh.is_static(self, dim):
-        idx += sh.sizes(self)[dim]
+    idx = _int_const(index)
+    if not isinstance(idx, int):  # x[:, i] = v in a scripted loop; Slice takes runtime bounds from 10
+        size = onnx_ops.size(g, self, dim)
+        idx = g.op("Mod", g.op("Add", _as_index(g, index), size), size)  # -size <= i < size -> 0 <= i < size
+        end = g.op("Add", idx, g.constant(1, torch.int64))
+    else:
+        if idx < 0 and sh.is_static(self, dim):
+            idx += sh.sizes(self)[dim]
+        end = idx + 1 if idx != -1 else INT64_MAX
     src = onnx_ops.unsqueeze(g, as_operand(g, src, self.dtype), [dim])
-    end = idx + 1 if idx != -1 else INT64_MAX
     parts = [onnx_ops.slice(g, self, [dim], [0], [idx]), src, onnx_ops.slice(g, self, [dim], [end], [INT64_MAX])]
     return g.op("Concat", *parts, axis_i=dim)
 
