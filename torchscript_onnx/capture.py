@@ -37,6 +37,7 @@ class Captured:
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)  # id(tensor) -> key
     example_inputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
     scripted: bool = False  # a ScriptModule/ScriptFunction graph: inputs keep their debug names
+    example_outputs: list = dataclasses.field(default_factory=list)  # scripted: (dtype, rank) per output
 
 
 @contextlib.contextmanager
@@ -351,7 +352,39 @@ def _capture_script(model, args: tuple) -> Captured:
         )
     _specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat, scripted=True)
+                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args))
+
+
+def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]:
+    """(dtype, rank) of each flattened output of one run on ``args``: a scripted graph types few of
+    its values, and ONNX needs both for every graph output (the legacy exporter runs it too)."""
+    buffers = [(b, b.detach().clone()) for b in model.buffers()] if isinstance(model, torch.nn.Module) else []
+    try:
+        outputs = model(*args)
+    except Exception as error:
+        raise RuntimeError(f"running the scripted model on args failed, so its outputs cannot be typed: "
+                           f"{type(error).__name__}: {error}") from error
+    finally:
+        for buffer, saved in buffers:
+            buffer.copy_(saved)
+    found: list = []
+
+    def flatten(value) -> None:
+        if isinstance(value, (tuple, list)):
+            for item in value:
+                flatten(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                flatten(item)
+        elif isinstance(value, torch.Tensor):
+            found.append((value.dtype, value.dim()))
+        elif isinstance(value, (bool, int, float)):
+            found.append((torch.tensor(value).dtype if not isinstance(value, float) else torch.float64, 0))
+        elif value is not None:
+            found.append(None)
+
+    flatten(outputs)
+    return found
 
 
 def _defaults_to_none(argument) -> bool:

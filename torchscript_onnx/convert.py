@@ -83,6 +83,17 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
 _NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
 
 
+def _stacked_numbers(ctx: GraphContext, value: Value, jit_value: torch._C.Value) -> Value:
+    """A sequence of Python numbers as a 1-D tensor; other values as they are."""
+    jit_type = jit_value.type()
+    if not value.sequence or not isinstance(jit_type, torch._C.ListType) \
+            or isinstance(jit_type.getElementType(), torch._C.TensorType):
+        return value
+    stacked = ctx.op("ConcatFromSequence", value, axis_i=0, new_axis_i=1)
+    stacked.dtype, stacked.shape = value.dtype, (None,)
+    return stacked
+
+
 def _jit_tensor_info(jit_value: torch._C.Value):
     """(dtype, sizes) from a JIT tensor type; either may be None."""
     jit_type = jit_value.type()
@@ -228,11 +239,15 @@ class Converter:
         kind = node.kind()
         fn = registry.lookup(kind, ctx.opset)
         inputs = [self.env[v.unique()] for v in node.inputs()]
-        if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
-            fn = registry.lookup("sequence::" + kind.partition("::")[2], ctx.opset) or fn
         ctx.original_node = node
         ctx.scope = scope_path(node.scopeName())
         ctx.source = source_of(node)
+        if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
+            sequence_fn = registry.lookup("sequence::" + kind.partition("::")[2], ctx.opset)
+            if sequence_fn is not None:
+                fn = sequence_fn
+            else:  # an int[]/float[] argument (sizes built in a loop) is a 1-D tensor to any symbolic
+                inputs = [_stacked_numbers(ctx, v, j) for v, j in zip(inputs, node.inputs())]
         how = self.fallback(kind, fn)
         if how is not None:
             fn = functools.partial(_emit_fallback, how=how)
@@ -329,6 +344,12 @@ class Converter:
             seen.add(id(value))
             graph.outputs.append(value)
             graph.rename(value, names[k] if k < len(names) else debug_name)
+        examples = self.captured.example_outputs
+        if len(examples) == len(graph.outputs):  # scripted: what one run shows, where the graph is silent
+            for value, example in zip(graph.outputs, examples):
+                if example is not None:
+                    value.dtype = value.dtype or example[0]
+                    value.shape = (None,) * example[1] if value.shape is None else value.shape
         for value in graph.outputs:
             value.shape = _name_dims(value.shape, self.options.dynamic_axes.get(value.name), value.name)
 

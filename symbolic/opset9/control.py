@@ -116,6 +116,23 @@ def _finish(g, value: Value, jit_type) -> Value:
     return value
 
 
+def _placeholder(g, jit_type) -> Value:
+    """A typed stand-in for an uninitialized branch output (its dtype and rank fixed up later)."""
+    dtype = number_dtype(jit_type) or torch.float32
+    node = g.graph.add_node("Constant", "", [], {"value": ("t", torch.zeros((), dtype=dtype))}, 1, g.scope, g.source)
+    out = node.outputs[0]
+    out.dtype, out.shape = dtype, ()
+    return out
+
+
+def _retype_placeholder(node, placeholder: Value, like: Value) -> None:
+    """Give a placeholder the other branch's dtype and rank, so both branches type the If alike."""
+    dtype = like.dtype or placeholder.dtype
+    shape = (1,) * len(like.shape) if like.shape is not None else ()
+    node.attrs["value"] = ("t", torch.zeros(shape, dtype=dtype))
+    placeholder.dtype, placeholder.shape = dtype, shape
+
+
 def _raises(block) -> bool:
     return any(n.kind() == "prim::RaiseException" for n in block.nodes())
 
@@ -136,8 +153,21 @@ def prim_if(g, condition):
     n_outputs = node.outputsSize() + len(mutated)
     if n_outputs == 0:
         return None  # both branches only have side effects (prints, warnings), which ONNX drops
-    then_graph, then_outputs = g.convert_block(then_block, [], mutated=mutated, finish=_finish)
-    else_graph, else_outputs = g.convert_block(else_block, [], mutated=mutated, finish=_finish)
+    placeholders: dict[int, object] = {}
+
+    def finish(g, value, jit_type):
+        if value is UNINITIALIZED:
+            placeholder = _placeholder(g, jit_type)
+            placeholders[id(placeholder)] = placeholder.producer
+            return placeholder
+        return _finish(g, value, jit_type)
+
+    then_graph, then_outputs = g.convert_block(then_block, [], mutated=mutated, finish=finish)
+    else_graph, else_outputs = g.convert_block(else_block, [], mutated=mutated, finish=finish)
+    for a, b in zip(then_outputs, else_outputs):
+        for mine, other in ((a, b), (b, a)):
+            if id(mine) in placeholders and id(other) not in placeholders:
+                _retype_placeholder(placeholders[id(mine)], mine, other)
     outputs = g.op("If", _as_bool(g, condition), then_branch_g=then_graph, else_branch_g=else_graph,
                    outputs=n_outputs)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -411,10 +441,15 @@ def prim_unchecked_cast(g, value):
     return value
 
 
+# The value of a variable on a path that never reads it (a branch that raises, the flags of a
+# loop's break/continue): a branch returning it returns a typed placeholder instead.
+UNINITIALIZED = Value("", const=None)
+
+
 @_onnx_symbolic("prim::Uninitialized")
 def prim_uninitialized(g):
-    """prim::Uninitialized() -> Any: the value of a branch that raises; never read."""
-    return Value("", const=None)
+    """prim::Uninitialized() -> Any: a value that is never read."""
+    return UNINITIALIZED
 
 
 @_onnx_symbolic("aten::__contains__")

@@ -114,6 +114,12 @@ def size(g, self, dim=None):
             if dims is not None else shape
     axis = sh.const(dim)
     dims = sh.sizes(self)
+    if axis is sh.UNKNOWN:  # x.size(d) in a loop over d: the rank is known, so wrap d and gather
+        if dims is None:
+            sh.value_error("size(dim) with a runtime dim needs a tensor of known rank", self)
+        rank = g.constant(len(dims), torch.int64)
+        wrapped = g.op("Mod", g.op("Add", onnx_ops.cast(g, dim, torch.int64), rank), rank)
+        return g.op("Gather", g.op("Shape", self), wrapped, axis_i=0)
     if dims is not None and isinstance(dims[axis], int):
         return Value("", const=dims[axis])
     return onnx_ops.size(g, self, axis)
@@ -183,3 +189,28 @@ def clone(g, self, memory_format=None):
 def lift_fresh(g, self):
     """aten::lift_fresh(Tensor(a) self) -> Tensor(a)"""
     return self
+
+
+def _python_extreme(g, op_type: str, pick, values: list):
+    """Python's max/min of numbers: folded when all are known, else ONNX Max/Min in their common dtype."""
+    raws = [sh.const(v) for v in values]
+    if sh.UNKNOWN not in raws:
+        return Value("", const=pick(r.item() if isinstance(r, torch.Tensor) else r for r in raws))
+    from .math import binary
+
+    result = values[0]
+    for value in values[1:]:
+        result = binary(g, op_type, result, value)
+    return result
+
+
+@_onnx_symbolic("prim::max")
+def prim_max(g, a, b=None):
+    """prim::max.int(int a, int b) -> int; prim::max.float(...); prim::max.int_list(int[] l) -> int"""
+    return _python_extreme(g, "Max", max, sh.unpack_list(a) if b is None else [a, b])
+
+
+@_onnx_symbolic("prim::min")
+def prim_min(g, a, b=None):
+    """prim::min.int(int a, int b) -> int; prim::min.float(...); prim::min.int_list(int[] l) -> int"""
+    return _python_extreme(g, "Min", min, sh.unpack_list(a) if b is None else [a, b])

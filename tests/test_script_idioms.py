@@ -1,0 +1,179 @@
+"""Everyday TorchScript idioms beyond tests/test_script.py's model set: chunk/split results indexed,
+loops over unbind and ModuleLists, list comprehensions, break/continue, dicts, runtime arange and
+sizes, nested loops, tuples carried by loops, Python builtins (max, math.sqrt), string attributes,
+shape-driven while loops, int lists built in loops and index writes in loops. Each is scripted,
+exported at the opsets where list and loop lowerings change, and checked in onnxruntime against
+PyTorch on the example and on other inputs (other trip counts and branches where the model has them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import pytest
+import torch
+from torch import nn
+
+from torchscript_onnx.verify import verify
+
+OPSETS = (11, 13, 17, 26)
+
+
+class ChunkGetitem(nn.Module):
+    def forward(self, x):
+        a = x.chunk(2, 1)
+        return a[0] * a[1]
+
+
+class UnbindLoop(nn.Module):
+    def forward(self, x):
+        acc = torch.zeros_like(x[0])
+        for t in x.unbind(0):
+            acc = acc + t.relu()
+        return acc
+
+
+class ListComp(nn.Module):
+    def forward(self, x, n: int):
+        parts = [x * float(i) for i in range(n)]
+        return torch.stack(parts, 0).sum(0)
+
+
+class BreakContinue(nn.Module):
+    def forward(self, x):
+        for i in range(10):
+            if i % 2 == 1:
+                continue
+            x = x + i
+            if bool(x.sum() > 20):
+                break
+        return x
+
+
+class ModList(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.act: Optional[nn.Module] = None
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+            if self.act is not None:
+                x = self.act(x)
+        return x
+
+
+class DictUse(nn.Module):
+    def forward(self, x):
+        d: Dict[str, torch.Tensor] = {"a": x, "b": x * 2}
+        return d["a"] + d["b"]
+
+
+class RuntimeArange(nn.Module):
+    def forward(self, x):
+        n = x.size(0)
+        idx = torch.arange(n)
+        z = torch.zeros(n, 2)
+        return x[idx] + z.sum(), float(n) * 0.5
+
+
+class NestedLoops(nn.Module):
+    def forward(self, x, n: int):
+        out: List[torch.Tensor] = []
+        for i in range(n):
+            row = x * 0
+            for j in range(i + 1):
+                row = row + x * j
+            out.append(row)
+        return torch.cat(out, 0)
+
+
+class TupleLoop(nn.Module):
+    def forward(self, x, h):
+        outs: List[torch.Tensor] = []
+        state = (h, h)
+        for t in range(x.size(0)):
+            a, b = state
+            a = torch.tanh(x[t] + a)
+            state = (a, b + a)
+            outs.append(a)
+        return torch.stack(outs), state[1]
+
+
+class MathOps(nn.Module):
+    def forward(self, x, k: int):
+        s = math.sqrt(float(k))
+        m = max(k, 3)
+        return x * s + m
+
+
+class SplitSizes(nn.Module):
+    def forward(self, x):
+        parts = torch.split(x, [1, 2], 1)
+        return parts[1] - parts[0].sum()
+
+
+class StrAttr(nn.Module):
+    def __init__(self, mode: str = "sum"):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        if self.mode == "sum":
+            return x.sum(0)
+        return x.mean(0)
+
+
+class ShapeInLoop(nn.Module):
+    def forward(self, x):
+        y = x
+        while y.size(0) > 1:
+            y = y[: y.size(0) // 2] + y[y.size(0) // 2: 2 * (y.size(0) // 2)]
+        return y
+
+
+class ListOfInts(nn.Module):
+    def forward(self, x):
+        sizes: List[int] = []
+        for d in range(x.dim()):
+            sizes.append(x.size(d) * 2)
+        return x.new_zeros(sizes) + 1
+
+
+class IndexPutLoop(nn.Module):
+    def forward(self, x, idx):
+        out = torch.zeros_like(x)
+        for k in range(idx.size(0)):
+            out[idx[k]] = x[idx[k]] * 2
+        return out
+
+
+# name -> (model class, example args, other args)
+MODELS = {
+    "chunk_getitem": (ChunkGetitem, (torch.randn(2, 4),), [(torch.randn(2, 4),)]),
+    "unbind_loop": (UnbindLoop, (torch.randn(3, 4),), [(torch.randn(3, 4),)]),
+    "list_comp": (ListComp, (torch.randn(2, 3), 3), [(torch.randn(2, 3), 1)]),
+    "break_continue": (BreakContinue, (torch.randn(3),), [(torch.randn(3) + 10,), (torch.randn(3) - 30,)]),
+    "mod_list": (ModList, (torch.randn(2, 4),), []),
+    "dict_use": (DictUse, (torch.randn(2, 4),), []),
+    "runtime_arange": (RuntimeArange, (torch.randn(3, 2),), []),
+    "nested_loops": (NestedLoops, (torch.randn(2, 3), 3), [(torch.randn(2, 3), 1)]),
+    "tuple_loop": (TupleLoop, (torch.randn(4, 3), torch.randn(3)), []),
+    "math_ops": (MathOps, (torch.randn(3), 5), [(torch.randn(3), 1), (torch.randn(3), 3)]),
+    "split_sizes": (SplitSizes, (torch.randn(2, 3),), []),
+    "str_attr": (StrAttr, (torch.randn(2, 3),), []),
+    "shape_in_loop": (ShapeInLoop, (torch.randn(8, 3),), []),
+    "list_of_ints": (ListOfInts, (torch.randn(2, 3),), []),
+    "index_put_loop": (IndexPutLoop, (torch.randn(5, 2), torch.tensor([0, 3])),
+                       [(torch.randn(5, 2), torch.tensor([4, 1]))]),
+}
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_script_idiom(name, opset):
+    model_class, args, others = MODELS[name]
+    torch.manual_seed(0)
+    verify(torch.jit.script(model_class()), args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5)
