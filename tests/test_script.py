@@ -325,3 +325,23 @@ def test_raise_in_untaken_branch():
 
     verify(torch.jit.script(Checked()), (torch.randn(2, 3),), opset_version=17)
 
+
+
+def test_scripted_nodes_carry_module_scopes():
+    buffer = io.BytesIO()
+    export(torch.jit.script(WithSubmodules().eval()), (torch.randn(2, 4),), buffer, opset_version=17)
+    graph = onnx.load_from_string(buffer.getvalue()).graph
+    names = {node.name for node in graph.node}
+    loop_body = next(node for node in graph.node if node.op_type == "Loop").attribute[0].g
+    assert "/b/lin/Gemm" in names and "/a/lin/Gemm" in {node.name for node in loop_body.node}
+
+
+def test_scripted_modules_as_functions():
+    model = torch.jit.script(WithSubmodules().eval())
+    args, others = (torch.randn(2, 4),), [(torch.randn(2, 4) * 5,)]
+    verify(model, args, opset_version=17, export_modules_as_functions={Scaled}, other_inputs=others)
+    buffer = io.BytesIO()
+    export(model, args, buffer, opset_version=17, export_modules_as_functions={Scaled})
+    proto = onnx.load_from_string(buffer.getvalue())
+    assert [(f.domain, f.name) for f in proto.functions] == [(Scaled.__module__, "Scaled")]
+    assert "Scaled" in {node.op_type for node in proto.graph.node}

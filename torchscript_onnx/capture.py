@@ -38,6 +38,7 @@ class Captured:
     example_inputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
     scripted: bool = False  # a ScriptModule/ScriptFunction graph: inputs keep their debug names
     example_outputs: list = dataclasses.field(default_factory=list)  # scripted: (dtype, rank) per output
+    scopes: dict = dataclasses.field(default_factory=dict)  # scripted: JIT node -> module scope (/b/lin)
 
 
 @contextlib.contextmanager
@@ -340,7 +341,8 @@ def _capture_script(model, args: tuple) -> Captured:
         graph = model.graph.copy()
         module, names = None, {}
         inputs = list(graph.inputs())
-    torch._C._jit_pass_inline(graph)
+    scopes = _inline_methods(graph, module) if module is not None else {}
+    torch._C._jit_pass_inline(graph)  # what is left: calls of scripted functions
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
@@ -352,7 +354,50 @@ def _capture_script(model, args: tuple) -> Captured:
         )
     _specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args))
+                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args),
+                    scopes=scopes)
+
+
+def _inline_methods(graph: torch._C.Graph, module) -> dict:
+    """Inline the submodule method calls of a scripted forward, returning each inlined node's module
+    scope (``/b/lin``): torch's inliner keeps no scope, and node names and local functions need one."""
+    from .mutation import iter_nodes
+
+    scopes: dict[torch._C.Node, str] = {}
+    self_value = next(graph.inputs())
+
+    def submodule_path(value) -> list[str] | None:
+        """The attribute names from ``self`` to the module ``value`` holds, or None."""
+        names = []
+        while value is not self_value:
+            if value.node().kind() != "prim::GetAttr":
+                return None
+            names.append(value.node().s("name"))
+            value = value.node().inputsAt(0)
+        return names[::-1]
+
+    while True:
+        calls = [(n, path) for n in iter_nodes(graph) if n.kind() == "prim::CallMethod"
+                 for path in [submodule_path(n.inputsAt(0))] if path is not None]
+        if not calls:
+            return scopes
+        call, path = calls[0]  # calls inside a method appear once it is inlined: one at a time
+        target = module
+        for name in path:
+            target = getattr(target, name)
+        block = call.owningBlock()
+        before = set(block.nodes())
+        with graph.insert_point_guard(call):
+            outputs = graph.insertGraph(target._c._get_method(call.s("name")).graph, list(call.inputs()))
+        for old, new in zip(call.outputs(), outputs):
+            old.replaceAllUsesWith(new)
+        call.destroy()
+        scope = "/" + "/".join(path)
+        for node in block.nodes():
+            if node not in before:
+                scopes[node] = scope
+                for inner in node.blocks():
+                    scopes.update((n, scope) for n in iter_nodes(inner))
 
 
 def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]:

@@ -240,7 +240,7 @@ class Converter:
         fn = registry.lookup(kind, ctx.opset)
         inputs = [self.env[v.unique()] for v in node.inputs()]
         ctx.original_node = node
-        ctx.scope = scope_path(node.scopeName())
+        ctx.scope = scope_path(node.scopeName()) or self.captured.scopes.get(node, "")
         ctx.source = source_of(node)
         if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
             sequence_fn = registry.lookup("sequence::" + kind.partition("::")[2], ctx.opset)

@@ -14,6 +14,7 @@ between calls of one class become function attributes (``inferred::Conv_kernel_s
 
 from __future__ import annotations
 
+import importlib
 import typing
 
 import onnx
@@ -32,9 +33,22 @@ def instance_paths(model: torch.nn.Module, selection) -> dict[str, torch.nn.Modu
     (True: every module)."""
     chosen = {}
     for name, module in model.named_modules():
-        if selection is True or type(module) in selection:
+        if selection is True or module_class(module) in selection:
             chosen["/" + name.replace(".", "/")] = module
     return chosen
+
+
+def module_class(module: torch.nn.Module) -> type:
+    """The Python class of a module; a scripted one's is found from its TorchScript class name
+    (``__torch__.pkg.mod.Block``), if it can be imported (archives may hold classes that cannot)."""
+    if not isinstance(module, torch.jit.RecursiveScriptModule):
+        return type(module)
+    parts = [p for p in module._c._type().qualified_name().split(".")
+             if p != "__torch__" and not p.startswith("___torch_mangle")]
+    try:
+        return getattr(importlib.import_module(".".join(parts[:-1])), parts[-1])
+    except (ImportError, AttributeError, ValueError):
+        return type(module)
 
 
 def _depth(path: str) -> int:
@@ -68,7 +82,7 @@ def _owner(scope: str, paths: dict[str, torch.nn.Module]) -> str | None:
 def hyperparameters(module: torch.nn.Module) -> dict:
     """The module's annotated non-tensor attributes (legacy: type hints of the class minus nn.Module's)."""
     try:
-        hints = typing.get_type_hints(type(module))
+        hints = typing.get_type_hints(module_class(module))
         base = typing.get_type_hints(torch.nn.Module)
     except Exception:  # unresolvable annotations: no attributes
         return {}
@@ -251,7 +265,7 @@ def _extract_level(graph, paths, opset, custom_domains, made, names_used, functi
     output_ids = {id(v) for v in graph.outputs}
     groups: dict[tuple, list[_Run]] = {}
     for run in _collect(graph, paths, output_ids):
-        groups.setdefault((type(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
+        groups.setdefault((module_class(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
     replacements: dict[int, tuple[int, list[Node]]] = {}
     for key, members in groups.items():
         cls = key[0]
