@@ -318,9 +318,22 @@ def trunc_float(g, x: Value) -> Value:
     return g.op("Add", floor, g.op("Cast", fix, to_i=dtypes.to_onnx(x.dtype)))
 
 
+def _is_size(value: Value) -> bool:
+    """A runtime tensor size (``x.size(d)``, ``numel``): never negative."""
+    node = value.producer
+    if node is not None and node.op_type == "Gather":
+        node = node.inputs[0].producer
+    return node is not None and node.op_type in ("Shape", "Size")
+
+
 def floor_divide_int(g, a: Value, b: Value) -> Value:
     """Integer floor division from truncating Div: subtract 1 where signs differ and a remainder exists."""
     quotient = g.op("Div", a, b)
+    divisor = sh.const(b, None)
+    if isinstance(divisor, torch.Tensor):
+        divisor = divisor.item() if divisor.numel() == 1 else None
+    if _is_size(a) and isinstance(divisor, int) and divisor > 0:
+        return quotient  # size // k: both non-negative, so truncation is floor (shape arithmetic)
     remainder = g.op("Sub", a, g.op("Mul", quotient, b))
     zero = g.constant(0, a.dtype)
     signs_differ = g.op("Xor", compare(g, "Less", a, zero), compare(g, "Less", b, zero))
