@@ -174,3 +174,23 @@ def test_value_read_by_subgraph_keeps_its_node():
     g.graph.outputs = [g.op("Mul", a, g.op("If", condition, then_branch_g=body, else_branch_g=body))]
     CommonSubexpressions().run(g.graph)
     assert op_types(g.graph).count("Add") == 2
+
+
+def test_loop_bodies_are_optimized_too():
+    """CSE and dead code run inside If/Loop bodies: a scripted while loop recomputing y.size(0) // 2
+    three times keeps one Shape per tensor it measures, and the result still matches PyTorch."""
+    import io
+
+    import onnx
+
+    from tests.test_script_idioms import ShapeInLoop
+    from torchscript_onnx import export
+    from torchscript_onnx.verify import verify
+
+    model, args = torch.jit.script(ShapeInLoop()), (torch.randn(8, 3),)
+    verify(model, args, opset_version=17, other_inputs=[(torch.randn(8, 3) * 3,)])
+    buffer = io.BytesIO()
+    export(model, args, buffer, opset_version=17)
+    loop = next(n for n in onnx.load_from_string(buffer.getvalue()).graph.node if n.op_type == "Loop")
+    body_ops = [n.op_type for n in loop.attribute[0].g.node]
+    assert body_ops.count("Shape") == 2, body_ops  # Shape(y) once, Shape(y_next) once

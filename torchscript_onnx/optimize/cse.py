@@ -20,7 +20,7 @@ import torch
 
 from ..ir import Graph, Node
 from ..serialize import tensor_bytes
-from .subgraphs import has_subgraph, subgraph_references
+from .subgraphs import bodies, has_subgraph, subgraph_references
 
 # Ops whose every run draws new values. Dropout is random in training (opsets >= 12 choose the mode
 # with an input that may be computed at runtime), so it is never merged.
@@ -79,6 +79,12 @@ def mergeable(node: Node) -> bool:
 
 class CommonSubexpressions:
     def run(self, graph: Graph) -> bool:
+        changed = False
+        for body in bodies(graph):  # each body on its own: a body node never merges with an outer one
+            changed |= self.run(body)
+        return self.run_one(graph) or changed
+
+    def run_one(self, graph: Graph) -> bool:
         pinned = {id(v) for v in graph.outputs}
         inner = subgraph_references(graph)
         seen: dict[tuple, Node] = {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir import Graph
-from .subgraphs import subgraph_references
+from .subgraphs import bodies, subgraph_references
 
 # Ops kept even when their outputs are unused (none today; random ops are pure in ONNX).
 SIDE_EFFECT_OPS: frozenset[str] = frozenset()
@@ -11,6 +11,12 @@ SIDE_EFFECT_OPS: frozenset[str] = frozenset()
 
 class DeadCode:
     def run(self, graph: Graph) -> bool:
+        changed = False
+        for body in bodies(graph):  # bodies first: what they stop reading may die outside too
+            changed |= self.run(body)
+        return self.run_one(graph) or changed
+
+    def run_one(self, graph: Graph) -> bool:
         # Names read inside If/Loop bodies count as used: the bodies refer to outer values by name.
         inner = subgraph_references(graph)
         live = {id(v) for v in graph.outputs}

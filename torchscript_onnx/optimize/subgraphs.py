@@ -61,3 +61,12 @@ def subgraph_references(graph: Graph) -> set[str]:
 
 def has_subgraph(node) -> bool:
     return any(kind in GRAPH_ATTRIBUTE_KINDS for kind, _ in node.attrs.values())
+
+
+def bodies(graph: Graph) -> list[Graph]:
+    """The If/Loop/Scan bodies of ``graph``'s nodes that are still ``Graph``s (not yet protos)."""
+    found = []
+    for node in graph.nodes:
+        for kind, value in node.attrs.values():
+            found += [b for b in ([value] if kind == "g" else value if kind == "gs" else []) if isinstance(b, Graph)]
+    return found
