@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .mutation import iter_nodes
 from .options import TrainingMode
 
 _in_export = False
@@ -279,7 +280,7 @@ def inline_autograd_functions(graph: torch._C.Graph) -> None:
     does. Functions nested inside a Function are inlined too; Functions with a ``symbolic``
     staticmethod are left for it (symbolic/opset9/autograd.py)."""
     while True:
-        calls = [n for n in _all_nodes(graph.block()) if n.kind() == "prim::PythonOp"
+        calls = [n for n in iter_nodes(graph.block()) if n.kind() == "prim::PythonOp"
                  and "Subgraph" in n.attributeNames() and not _has_symbolic(n)]
         if not calls:
             return
@@ -300,15 +301,6 @@ def _has_symbolic(node) -> bool:
     """A Function with a ``symbolic`` staticmethod is converted by it, as in legacy."""
     apply = node.pyobj()
     return hasattr(getattr(apply, "__self__", None), "symbolic")
-
-
-def _all_nodes(block) -> list:
-    found = []
-    for node in block.nodes():
-        found.append(node)
-        for sub in node.blocks():
-            found.extend(_all_nodes(sub))
-    return found
 
 
 def _capture_trace(model, args: tuple) -> Captured:
@@ -361,8 +353,6 @@ def _capture_script(model, args: tuple) -> Captured:
 def _inline_methods(graph: torch._C.Graph, module) -> dict:
     """Inline the submodule method calls of a scripted forward, returning each inlined node's module
     scope (``/b/lin``): torch's inliner keeps no scope, and node names and local functions need one."""
-    from .mutation import iter_nodes
-
     scopes: dict[torch._C.Node, str] = {}
     self_value = next(graph.inputs())
 
