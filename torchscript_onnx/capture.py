@@ -366,28 +366,29 @@ def _inline_methods(graph: torch._C.Graph, module) -> dict:
             value = value.node().inputsAt(0)
         return names[::-1]
 
-    while True:
-        calls = [(n, path) for n in iter_nodes(graph) if n.kind() == "prim::CallMethod"
-                 for path in [submodule_path(n.inputsAt(0))] if path is not None]
-        if not calls:
-            return scopes
-        call, path = calls[0]  # calls inside a method appear once it is inlined: one at a time
+    pending = [n for n in iter_nodes(graph) if n.kind() == "prim::CallMethod"]
+    while pending:  # calls inside a method appear once it is inlined: they join the worklist
+        call = pending.pop()
+        path = submodule_path(call.inputsAt(0))
+        if path is None:
+            continue
         target = module
         for name in path:
             target = getattr(target, name)
-        block = call.owningBlock()
-        before = set(block.nodes())
+        anchor = call.prev()
         with graph.insert_point_guard(call):
             outputs = graph.insertGraph(target._c._get_method(call.s("name")).graph, list(call.inputs()))
         for old, new in zip(call.outputs(), outputs):
             old.replaceAllUsesWith(new)
+        node, scope = call.prev(), "/" + "/".join(path)
         call.destroy()
-        scope = "/" + "/".join(path)
-        for node in block.nodes():
-            if node not in before:
-                scopes[node] = scope
-                for inner in node.blocks():
-                    scopes.update((n, scope) for n in iter_nodes(inner))
+        while node != anchor:
+            for inner in [node, *(n for block in node.blocks() for n in iter_nodes(block))]:
+                scopes[inner] = scope
+                if inner.kind() == "prim::CallMethod":
+                    pending.append(inner)
+            node = node.prev()
+    return scopes
 
 
 def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]:
