@@ -16,17 +16,18 @@ import torch
 from symbolic import registry
 
 from . import capture as capture_module
-from . import dtypes
+from . import dtypes, jit_walk
 from .capture import Captured
 from .context import GraphContext
 from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
 from .ir import Graph, Value
-from .mutation import LIST_MUTATORS, iter_nodes, mutated_input, mutated_outside
+from .mutation import LIST_MUTATORS, mutated_input, mutated_outside
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_path(scope_name: str) -> str:
     """``__main__.M::/torch.nn...Sequential::blocks/...Linear::l`` -> ``/blocks/l``."""
     if not scope_name:
@@ -69,9 +70,13 @@ def _source_from_range(text: str) -> str:
 
 def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedOp]:
     missing: dict[str, UnsupportedOp] = {}
-    for node in iter_nodes(jit_graph):
+    supported: dict[str, bool] = {}
+    for node in jit_walk.all_nodes(jit_graph):
         kind = node.kind()
-        if registry.is_registered(kind, opset):
+        known = supported.get(kind)
+        if known is None:
+            known = supported[kind] = registry.is_registered(kind, opset)
+        if known:
             continue
         op = missing.get(kind)
         if op is None:
@@ -110,6 +115,10 @@ class Converter:
         self.options = options
         self.graph = Graph()
         self.env: dict[int, Value] = {}
+        self._symbolics: dict[tuple[str, int], object] = {}
+        from symbolic.opset9 import prim  # noqa: PLC0415 - the symbolics import this package
+
+        self._plumbing = (prim.prim_constant, prim.prim_list_construct)
         self.ctx = GraphContext(
             self.graph,
             options.opset_version,
@@ -221,6 +230,14 @@ class Converter:
         graph.outputs = outputs
         return graph, outputs
 
+    def lookup(self, kind: str, opset: int):
+        """``registry.lookup``, once per kind and opset for this export."""
+        key = (kind, opset)
+        fn = self._symbolics.get(key, self)
+        if fn is self:
+            fn = self._symbolics[key] = registry.lookup(kind, opset)
+        return fn
+
     def fallback(self, kind: str, fn) -> str | None:
         """How ``operator_export_type`` exports ``kind``: "aten" (an ATen node), "as_is" (the op
         kept in its own namespace), or None (through its conversion)."""
@@ -237,8 +254,11 @@ class Converter:
     def convert_node(self, node: torch._C.Node) -> None:
         ctx = self.ctx
         kind = node.kind()
-        fn = registry.lookup(kind, ctx.opset)
-        inputs = [self.env[v.unique()] for v in node.inputs()]
+        fn = self.lookup(kind, ctx.opset)
+        jit_inputs = jit_walk.inputs(node)
+        inputs = [self.env[v.unique()] for v in jit_inputs]
+        if fn in self._plumbing and ctx.parent is None and self._convert_plumbing(node, fn, inputs):
+            return
         ctx.original_node = node
         ctx.scope = scope_path(node.scopeName()) or self.captured.scopes.get(node, "")
         ctx.source = source_of(node)
@@ -247,7 +267,7 @@ class Converter:
             if sequence_fn is not None:
                 fn = sequence_fn
             else:  # an int[]/float[] argument (sizes built in a loop) is a 1-D tensor to any symbolic
-                inputs = [_stacked_numbers(ctx, v, j) for v, j in zip(inputs, node.inputs())]
+                inputs = [_stacked_numbers(ctx, v, j) for v, j in zip(inputs, jit_inputs)]
         how = self.fallback(kind, fn)
         if how is not None:
             fn = functools.partial(_emit_fallback, how=how)
@@ -265,6 +285,21 @@ class Converter:
             result = self.rebind_mutations(node, result)
         else:
             self.bind_outputs(node, result)
+
+    def _convert_plumbing(self, node: torch._C.Node, fn, inputs: list[Value]) -> bool:
+        """Most traced nodes are constants and constant lists (2386 + 556 of DenseNet's ~3400): their
+        conversions emit nothing, so they need neither scope nor source line (the costly part).
+        Only in the outer graph, where nothing reads ``ctx.scope``/``ctx.source`` between nodes.
+        Returns False to take the general path (sequences, errors: reported with full context)."""
+        if any(v.sequence for v in inputs):
+            return False
+        self.ctx.original_node = node
+        try:
+            result = fn(self.ctx, *inputs)
+        except Exception:  # noqa: BLE001 - converted again, with context, by the general path
+            return False
+        self.bind_outputs(node, result)  # prim nodes mutate nothing: rebind_mutations would do the same
+        return True
 
     def rebind_mutations(self, node: torch._C.Node, result):
         """Bind ``node``'s outputs, then point the value it mutates at its new value."""
@@ -287,7 +322,7 @@ class Converter:
             self.env[target.unique()] = self.env[node.outputsAt(0).unique()]
 
     def bind_outputs(self, node: torch._C.Node, result) -> None:
-        outs = list(node.outputs())
+        outs = jit_walk.outputs(node)
         if result is None:
             results = []
         elif isinstance(result, Value):
@@ -310,6 +345,8 @@ class Converter:
     def _annotate(self, value: Value, jit_value: torch._C.Value) -> None:
         """Fill in dtype and shape the trace knows and the shape rules did not derive."""
         if value.elements is not None or (value.is_const and not isinstance(value.const, torch.Tensor)):
+            return
+        if value.dtype is not None and value.shape is not None:
             return
         dtype, sizes = _jit_tensor_info(jit_value)
         if value.dtype is None:

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import torch
 
+from . import jit_walk
+
 
 def iter_nodes(block) -> list:
-    """Every node in ``block`` and its nested blocks."""
-    found = []
-    for node in block.nodes():
-        found.append(node)
-        for sub in node.blocks():
-            found.extend(iter_nodes(sub))
-    return found
+    """Every node in ``block`` and its nested blocks (jit_walk: without a C++ exception per node)."""
+    return jit_walk.all_nodes(block)
 
 
 # List mutators: their symbolics return (the list after the call, *the node's outputs).
