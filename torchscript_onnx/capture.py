@@ -396,7 +396,8 @@ def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]
     its values, and ONNX needs both for every graph output (the legacy exporter runs it too)."""
     buffers = [(b, b.detach().clone()) for b in model.buffers()] if isinstance(model, torch.nn.Module) else []
     try:
-        outputs = model(*args)
+        with torch.jit.optimized_execution(False):  # one run: JIT profiling and fusion would cost more
+            outputs = model(*args)
     except Exception as error:
         raise RuntimeError(f"running the scripted model on args failed, so its outputs cannot be typed: "
                            f"{type(error).__name__}: {error}") from error

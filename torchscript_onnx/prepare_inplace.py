@@ -138,7 +138,8 @@ class _Rewriter:
             if blocks:
                 for block in blocks:
                     self.changed |= _Rewriter(self.graph, block, self).run()
-                self.after_nested(node)
+                if self.by_root:  # only views made here can go stale
+                    self.after_nested(node)
         return self.changed
 
     def root_of(self, value):
