@@ -1,9 +1,11 @@
 """Everyday TorchScript idioms beyond tests/test_script.py's model set: chunk/split results indexed,
 loops over unbind and ModuleLists, list comprehensions, break/continue, dicts, runtime arange and
 sizes, nested loops, tuples carried by loops, Python builtins (max, math.sqrt), string attributes,
-shape-driven while loops, int lists built in loops and index writes in loops. Each is scripted,
-exported at the opsets where list and loop lowerings change, and checked in onnxruntime against
-PyTorch on the example and on other inputs (other trip counts and branches where the model has them).
+shape-driven while loops, int lists built in loops, index writes in loops, runtime fills and casts,
+tensors used as slice bounds, Optional state, top-k per row and a greedy decoder with early stop.
+Each is scripted, exported at the opsets where list and loop lowerings change, and checked in
+onnxruntime against PyTorch on the example and on other inputs (other trip counts and branches
+where the model has them).
 """
 
 from __future__ import annotations
@@ -150,6 +152,66 @@ class IndexPutLoop(nn.Module):
         return out
 
 
+class FullRuntime(nn.Module):
+    def forward(self, x, k: float):
+        return x + torch.full((2, 3), k), torch.ones(x.size(0), dtype=torch.long) * 2
+
+class TensorFromNumbers(nn.Module):
+    def forward(self, x, n: int):
+        t = torch.tensor([n, n + 1])
+        return x[t], t.float().mean()
+
+class CastChain(nn.Module):
+    def forward(self, x):
+        m = (x > 0).to(x.dtype)
+        i = x.long().sum()
+        return m * x, i + 1, (x.int() // 2).float()
+
+class WhereNumbers(nn.Module):
+    def forward(self, x, thr: float):
+        return torch.where(x > thr, x, torch.zeros_like(x)), torch.clamp(x, min=-thr, max=thr)
+
+class MaskedFillLoop(nn.Module):
+    def forward(self, x, lengths):
+        out = x.clone()
+        for b in range(x.size(0)):
+            out[b, lengths[b]:] = 0.0
+        return out
+
+class OptionalState(nn.Module):
+    def forward(self, x, h: Optional[torch.Tensor] = None):
+        if h is None:
+            h = torch.zeros(x.size(0), 4)
+        return torch.tanh(x[:, :4] + h)
+
+class TopkLoop(nn.Module):
+    def forward(self, x, k: int):
+        vals: List[torch.Tensor] = []
+        idx: List[torch.Tensor] = []
+        for r in range(x.size(0)):
+            v, i = x[r].topk(k)
+            vals.append(v)
+            idx.append(i)
+        return torch.stack(vals), torch.stack(idx)
+
+class GreedyDecode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 6)
+        self.cell = nn.GRUCell(6, 6)
+        self.out = nn.Linear(6, 10)
+
+    def forward(self, h, max_len: int):
+        tok = torch.zeros(h.size(0), dtype=torch.long)
+        toks: List[torch.Tensor] = []
+        for _ in range(max_len):
+            h = self.cell(self.emb(tok), h)
+            tok = self.out(h).argmax(-1)
+            toks.append(tok)
+            if bool((tok == 0).all()):
+                break
+        return torch.stack(toks, 1)
+
 # name -> (model class, example args, other args)
 MODELS = {
     "chunk_getitem": (ChunkGetitem, (torch.randn(2, 4),), [(torch.randn(2, 4),)]),
@@ -168,6 +230,15 @@ MODELS = {
     "list_of_ints": (ListOfInts, (torch.randn(2, 3),), []),
     "index_put_loop": (IndexPutLoop, (torch.randn(5, 2), torch.tensor([0, 3])),
                        [(torch.randn(5, 2), torch.tensor([4, 1]))]),
+    "full_runtime": (FullRuntime, (torch.randn(2, 3), 1.5), [(torch.randn(2, 3), -2.0)]),
+    "tensor_from_numbers": (TensorFromNumbers, (torch.randn(5, 2), 1), [(torch.randn(5, 2), 3)]),
+    "cast_chain": (CastChain, (torch.randn(2, 3) * 5,), []),
+    "where_numbers": (WhereNumbers, (torch.randn(2, 3), 0.5), [(torch.randn(2, 3), 1.5)]),
+    "masked_fill_loop": (MaskedFillLoop, (torch.randn(3, 5), torch.tensor([1, 4, 2])),
+                         [(torch.randn(3, 5), torch.tensor([0, 5, 3]))]),
+    "optional_state": (OptionalState, (torch.randn(2, 6),), []),
+    "topk_loop": (TopkLoop, (torch.randn(3, 5), 2), [(torch.randn(3, 5), 4)]),
+    "greedy_decode": (GreedyDecode, (torch.randn(2, 6), 5), [(torch.randn(2, 6), 8)]),
 }
 
 

@@ -88,6 +88,18 @@ def aten_float(g, value):
     return _to_python_number(g, value, float, torch.float64)
 
 
+@_onnx_symbolic("aten::IntImplicit")
+def aten_int_implicit(g, value):
+    """aten::IntImplicit(Tensor a) -> int: a 0-d tensor used where an int goes (``x[i:]`` with a tensor i)"""
+    return _to_python_number(g, value, int, torch.int64)
+
+
+@_onnx_symbolic("aten::FloatImplicit")
+def aten_float_implicit(g, value):
+    """aten::FloatImplicit(Tensor a) -> float"""
+    return _to_python_number(g, value, float, torch.float64)
+
+
 @_onnx_symbolic("aten::ScalarImplicit")
 def aten_scalar_implicit(g, value):
     """aten::ScalarImplicit(Tensor a) -> Scalar"""
