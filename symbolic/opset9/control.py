@@ -63,8 +63,11 @@ def to_sequence(g, value: Value, jit_type=None, min_opset: int = 11) -> Value:
     if value.sequence:
         return value
     if g.opset < min_opset:
+        hint = ("; below it a loop may only fill a list that is empty before it, appending once per "
+                "iteration without reading it" if min_opset > 11 else "")
         sh.value_error(f"a list of runtime length {'carried by a loop or branch ' if min_opset > 11 else ''}"
-                       f"needs ONNX sequences: opset {min_opset} or later", value)
+                       f"needs ONNX sequences: opset {min_opset} or later (pass opset_version={min_opset}){hint}",
+                       value)
     items = [sh._as_value(item) for item in sh.unpack_list(value)]
     elem_type = jit_type.getElementType() if isinstance(jit_type, torch._C.ListType) else None
     dtype = number_dtype(elem_type) if elem_type is not None else None
