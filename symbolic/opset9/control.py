@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from torchscript_onnx.ir import Value
+from torchscript_onnx.mutation import iter_nodes, mutated_outside
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
@@ -33,12 +34,6 @@ def _as_bool(g, condition: Value) -> Value:
 def _env(g) -> dict:
     """The converter's JIT value -> Value map (mutated outer values are rebound in it)."""
     return g.block_converter.__self__.env
-
-
-def _mutated_outside(node) -> list:
-    from torchscript_onnx.mutation import mutated_outside
-
-    return mutated_outside(node)
 
 
 # Python numbers at runtime are 0-d tensors: int -> int64, bool -> bool, float -> float64 (a
@@ -152,7 +147,7 @@ def prim_if(g, condition):
     if known is not sh.UNKNOWN:
         flag = bool(known.item() if isinstance(known, torch.Tensor) else known)
         return tuple(g.inline_block(then_block if flag else else_block)) or None
-    mutated = _mutated_outside(node)
+    mutated = mutated_outside(node)
     n_outputs = node.outputsSize() + len(mutated)
     if n_outputs == 0:
         return None  # both branches only have side effects (prints, warnings), which ONNX drops
@@ -218,8 +213,6 @@ def _scanned_lists(g, body, mutated: list, env: dict) -> list:
             continue
         if sh.unpack_list(env[jit_value.unique()]):
             continue
-        from torchscript_onnx.mutation import iter_nodes
-
         users = [n for n in iter_nodes(body) if any(v.unique() == jit_value.unique() for v in n.inputs())]
         if len(users) == 1 and users[0].kind() == "aten::append" and users[0] in top_level:
             scanned.append(jit_value)
@@ -240,7 +233,7 @@ def prim_loop(g, max_trip_count, condition, *carried):
     """prim::Loop(int max_trip_count, bool cond, *carried) -> (*carried)"""
     node = g.original_node
     body = next(iter(node.blocks()))
-    mutated = _mutated_outside(node)
+    mutated = mutated_outside(node)
     env = _env(g)
     scanned = _scanned_lists(g, body, mutated, env)
     if scanned:
