@@ -194,7 +194,7 @@ class _Rewriter:
         emit = _Emitter(self.graph, anchor)
         for outer_value, new_value in written_outside:
             new = emit("aten::copy_", [outer_value, new_value, *emit.consts(False)], outer_value.type())
-        remade = {root: new, **dict(written_outside)}
+        remade = {**dict(written_outside), root: new}
         self.refresh_outer_views(root, chain, remade, emit)
         self.refresh(root, new, emit.anchor)
 
