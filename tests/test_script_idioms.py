@@ -248,3 +248,19 @@ def test_script_idiom(name, opset):
     model_class, args, others = MODELS[name]
     torch.manual_seed(0)
     verify(torch.jit.script(model_class()), args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5)
+
+
+class SplitLoop(nn.Module):
+    def forward(self, x):
+        acc = torch.zeros(x.size(1))
+        for piece in x.split(2, 0):
+            acc = acc + piece.sum(0)
+        return acc, len(x.chunk(3, 0)), x.unbind(0)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_split_of_a_dynamic_dim(opset):
+    """split/chunk/unbind along a dim that is dynamic in the export: a runtime number of pieces, so
+    an ONNX sequence (looped over, counted and returned), checked at other batch sizes."""
+    verify(torch.jit.script(SplitLoop()), (torch.randn(5, 3),), opset_version=opset, input_names=["x"],
+           dynamic_axes={"x": [0]}, other_inputs=[(torch.randn(9, 3),), (torch.randn(1, 3),)])

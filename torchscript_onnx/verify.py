@@ -102,7 +102,8 @@ def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kw
     inputs = flatten_inputs(args)
     if input_indices is not None:
         inputs = [inputs[k] for k in input_indices]
-    actual = run_onnxruntime(model_bytes, inputs)
+    # a sequence output (a list of runtime length) comes back as a list: its tensors in order
+    actual = [t for out in run_onnxruntime(model_bytes, inputs) for t in (out if isinstance(out, list) else [out])]
     if len(actual) != len(expected):
         raise AssertionError(f"onnxruntime returned {len(actual)} outputs, PyTorch {len(expected)}")
     results = []

@@ -118,6 +118,19 @@ def _list_length_from_trace(g) -> int | None:
     return None
 
 
+def _runtime_pieces(g, self, dim: int, what: str, split: Value | None = None, keepdims: bool = True) -> Value:
+    """The pieces of a split whose count is known only at runtime (a dynamic dim in a scripted graph,
+    where no trace recorded a count): a sequence, cut ``split`` long (the last one shorter) or 1 long."""
+    if g.opset < 11:
+        sh.value_error(f"{what} along a dynamic dim into a runtime number of pieces needs ONNX sequences: "
+                       "opset 11 or later (pass opset_version=11)", self)
+    out = g.op("SplitToSequence", self, *([split] if split is not None else []), axis_i=dim, keepdims_i=int(keepdims))
+    out.dtype, out.sequence = self.dtype, True
+    if self.shape is not None:
+        out.shape = tuple(None if k == dim else d for k, d in enumerate(self.shape) if keepdims or k != dim)
+    return out
+
+
 def _split_by_size(g, self, split_size: int, dim: int) -> list[Value]:
     rank = require_rank("split", self)
     dim = axis_of(dim, rank)
@@ -127,7 +140,7 @@ def _split_by_size(g, self, split_size: int, dim: int) -> list[Value]:
         return _pieces(g, self, sizes, dim)
     count = _list_length_from_trace(g)
     if count is None:
-        sh.value_error("split: the split dim is dynamic and the number of pieces is not known", self)
+        return _runtime_pieces(g, self, dim, "split", g.constant(split_size, torch.int64))
     # The graph holds as many pieces as the trace made; the last one takes the rest.
     return [onnx_ops.slice(g, self, [dim], [k * split_size],
                            [(k + 1) * split_size if k + 1 < count else onnx_ops.INT64_MAX])
@@ -181,18 +194,25 @@ def chunk(g, self, chunks, dim=0):
     dim = axis_of(dim, rank)
     if not sh.is_static(self, dim):
         count = _list_length_from_trace(g)
-        if count is None or g.opset < 10:
-            sh.value_error("chunk along a dynamic dim needs runtime Slice bounds (opset 10; pass "
-                           "opset_version=10) and a traced number of pieces", self)
+        if count is None:
+            return _runtime_pieces(g, self, dim, "chunk", _chunk_step(g, self, chunks, dim))
+        if g.opset < 10:
+            sh.value_error("chunk along a dynamic dim needs runtime Slice bounds: opset 10 or later "
+                           "(pass opset_version=10)", self)
         return _chunk_runtime(g, self, chunks, dim, count)
     size = sh.sizes(self)[dim]
     step = -(-size // chunks) if size else 1
     return _split_by_size(g, self, step, dim)
 
 
-def _chunk_runtime(g, self, chunks: int, dim: int, count: int) -> list[Value]:
+def _chunk_step(g, self, chunks: int, dim: int) -> Value:
+    """ceil(size / chunks): the length of each chunk but the last."""
     size = onnx_ops.size(g, self, dim)
-    step = g.op("Div", g.op("Add", size, g.constant(chunks - 1, torch.int64)), g.constant(chunks, torch.int64))
+    return g.op("Div", g.op("Add", size, g.constant(chunks - 1, torch.int64)), g.constant(chunks, torch.int64))
+
+
+def _chunk_runtime(g, self, chunks: int, dim: int, count: int) -> list[Value]:
+    step = _chunk_step(g, self, chunks, dim)
     outs = []
     for k in range(count):
         start = g.op("Mul", step, g.constant(k, torch.int64))
@@ -250,7 +270,7 @@ def unbind(g, self, dim=0):
         return [onnx_ops.squeeze(g, piece, [dim]) for piece in onnx_ops.split(g, self, [1] * count, dim)]
     count = _list_length_from_trace(g)
     if count is None:
-        sh.value_error("unbind: the dim is dynamic and the number of pieces is not known", self)
+        return _runtime_pieces(g, self, dim, "unbind", keepdims=False)
     return [g.op("Gather", self, g.constant(k, torch.int64), axis_i=dim) for k in range(count)]
 
 
