@@ -334,7 +334,7 @@ def _capture_script(model, args: tuple) -> Captured:
         module, names = None, {}
         inputs = list(graph.inputs())
     scopes = _inline_methods(graph, module) if module is not None else {}
-    torch._C._jit_pass_inline(graph)  # what is left: calls of scripted functions
+    _inline_functions(graph, scopes)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
@@ -352,7 +352,7 @@ def _capture_script(model, args: tuple) -> Captured:
 
 def _inline_methods(graph: torch._C.Graph, module) -> dict:
     """Inline the submodule method calls of a scripted forward, returning each inlined node's module
-    scope (``/b/lin``): torch's inliner keeps no scope, and node names and local functions need one."""
+    scope (``/b/lin``, as traced): torch's inliner keeps no scope, and node names and local functions need one."""
     scopes: dict[torch._C.Node, str] = {}
     self_value = next(graph.inputs())
 
@@ -380,7 +380,8 @@ def _inline_methods(graph: torch._C.Graph, module) -> dict:
             outputs = graph.insertGraph(target._c._get_method(call.s("name")).graph, list(call.inputs()))
         for old, new in zip(call.outputs(), outputs):
             old.replaceAllUsesWith(new)
-        node, scope = call.prev(), "/" + "/".join(path)
+        # atoms as traced scopes spell them (/layer1/layer1.0/conv1); self.helper() calls: ""
+        node, scope = call.prev(), "".join("/" + _unqualified(".".join(path[:k + 1])) for k in range(len(path)))
         call.destroy()
         while node != anchor:
             for inner in [node, *(n for block in node.blocks() for n in iter_nodes(block))]:
@@ -389,6 +390,26 @@ def _inline_methods(graph: torch._C.Graph, module) -> dict:
                     pending.append(inner)
             node = node.prev()
     return scopes
+
+
+def _inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
+    """torch's inliner for the scripted function calls left (``F.relu`` in ``nn.ReLU.forward``),
+    each call's scope passed on to what it inlines: markers around each call find those nodes."""
+    marked = []
+    for call in [n for n in iter_nodes(graph) if n.kind() == "prim::CallFunction" and scopes.get(n)]:
+        begin, end = graph.create("prim::Constant"), graph.create("prim::Constant")
+        begin.insertBefore(call)
+        end.insertAfter(call)
+        marked.append((begin, end, scopes[call]))
+    torch._C._jit_pass_inline(graph)
+    for begin, end, scope in marked:
+        node = end.prev()
+        while node != begin:
+            for inner in [node, *(n for block in node.blocks() for n in iter_nodes(block))]:
+                scopes[inner] = scopes.get(inner) or scope
+            node = node.prev()
+        begin.destroy()
+        end.destroy()
 
 
 def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]:
