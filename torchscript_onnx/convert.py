@@ -298,7 +298,12 @@ class Converter:
             result = fn(self.ctx, *inputs)
         except Exception:  # noqa: BLE001 - converted again, with context, by the general path
             return False
-        self.bind_outputs(node, result)  # prim nodes mutate nothing: rebind_mutations would do the same
+        if isinstance(result, Value) and node.outputsSize() == 1 and (
+                result.elements is not None or result.is_const and not isinstance(result.const, torch.Tensor)
+                or result.dtype is not None and result.shape is not None):
+            self.env[node.outputsAt(0).unique()] = result  # what bind_outputs does: nothing to annotate
+        else:
+            self.bind_outputs(node, result)  # prim nodes mutate nothing: rebind_mutations would do the same
         return True
 
     def rebind_mutations(self, node: torch._C.Node, result):
