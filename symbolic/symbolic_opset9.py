@@ -7,6 +7,8 @@ here so ``symbolic_opset9.relu(g, x)`` works as in the legacy exporter.
 """
 
 from .opset9.math import *  # noqa: F401,F403
+from .opset9.trigonometry import *  # noqa: F401,F403
+from .opset9.rounding import *  # noqa: F401,F403
 from .opset9.activation import *  # noqa: F401,F403
 from .opset9.logical import *  # noqa: F401,F403
 from .opset9.nn import *  # noqa: F401,F403

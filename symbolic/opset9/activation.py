@@ -17,8 +17,9 @@ from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .math import (  # noqa: F401 - float_dtype and unary are used by later opsets
-    as_operand, clamp, compare, float_dtype, native_dtype, require_opset, runtime_supports, unary,
+    as_operand, compare, float_dtype, native_dtype, require_opset, runtime_supports, unary,
 )
+from .rounding import clamp
 
 _onnx_symbolic = onnx_symbolic(9)
 
