@@ -2,7 +2,8 @@
 loops over unbind and ModuleLists, list comprehensions, break/continue, dicts, runtime arange and
 sizes, nested loops, tuples carried by loops, Python builtins (max, math.sqrt), string attributes,
 shape-driven while loops, int lists built in loops, index writes in loops, runtime fills and casts,
-tensors used as slice bounds, Optional state, top-k per row and a greedy decoder with early stop.
+tensors used as slice bounds, Optional state, top-k per row, a greedy decoder with early stop,
+int-list arithmetic on shapes and list methods on known and runtime-length lists.
 Each is scripted, exported at the opsets where list and loop lowerings change, and checked in
 onnxruntime against PyTorch on the example and on other inputs (other trip counts and branches
 where the model has them).
@@ -212,6 +213,33 @@ class GreedyDecode(nn.Module):
                 break
         return torch.stack(toks, 1)
 
+class IntListMath(nn.Module):
+    def forward(self, x):
+        shape = list(x.shape)
+        head = shape[:-1]
+        new_shape = head + [2, shape[-1] // 2]
+        y = x.reshape(new_shape)
+        dims: List[int] = x.shape[1:]
+        return y.sum(-1), y.view(dims[0] * x.size(0), -1), torch.tensor(shape)
+
+class ListOps(nn.Module):
+    def forward(self, x):
+        xs = [x, x * 2, x * 3]
+        xs.insert(1, x - 1)
+        last = xs.pop()
+        xs.reverse()
+        first = xs[0]
+        return torch.cat(xs, 0), last + first, len(xs)
+
+class DynListOps(nn.Module):
+    def forward(self, x, n: int):
+        xs: List[torch.Tensor] = []
+        for i in range(n):
+            xs.append(x * i)
+        xs.insert(0, x)
+        y = xs.pop(-1)
+        return torch.stack(xs, 0).sum(0) + y, xs[1], len(xs)
+
 # name -> (model class, example args, other args)
 MODELS = {
     "chunk_getitem": (ChunkGetitem, (torch.randn(2, 4),), [(torch.randn(2, 4),)]),
@@ -239,6 +267,9 @@ MODELS = {
     "optional_state": (OptionalState, (torch.randn(2, 6),), []),
     "topk_loop": (TopkLoop, (torch.randn(3, 5), 2), [(torch.randn(3, 5), 4)]),
     "greedy_decode": (GreedyDecode, (torch.randn(2, 6), 5), [(torch.randn(2, 6), 8)]),
+    "int_list_math": (IntListMath, (torch.randn(2, 3, 4),), []),
+    "list_ops": (ListOps, (torch.randn(2, 3),), []),
+    "dyn_list_ops": (DynListOps, (torch.randn(2, 3), 3), [(torch.randn(2, 3), 5)]),
 }
 
 

@@ -17,7 +17,7 @@ def iter_nodes(block) -> list:
 
 # List mutators: their symbolics return (the list after the call, *the node's outputs).
 LIST_MUTATORS = frozenset({"aten::append", "aten::insert", "aten::pop", "aten::_set_item", "aten::clear",
-                           "aten::extend"})
+                           "aten::extend", "aten::reverse"})
 
 
 def mutated_input(node: torch._C.Node) -> torch._C.Value | None:

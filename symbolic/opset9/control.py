@@ -391,6 +391,12 @@ def extend(g, values, other):
     return (_new_list(_items(values) + _items(other)),)
 
 
+@_onnx_symbolic("aten::reverse")
+def reverse(g, values):
+    """reverse.t(t[](a!) self) -> ()"""
+    return (_new_list(_items(values)[::-1]),)
+
+
 @_onnx_symbolic("aten::list")
 def list_(g, values):
     """list.t(t[] l) -> t[]: a copy"""
