@@ -1,7 +1,7 @@
 """Scripted models: ours against the legacy TorchScript exporter (``torch.onnx.export(dynamo=False)``).
 
 Every model of ``tests/test_script.py`` and ``tests/test_script_idioms.py`` is scripted and exported
-by both exporters at each opset; each result is run in onnxruntime on the example and on the other
+by both exporters at each opset (with the test's export options: dynamic axes for the language models); each result is run in onnxruntime on the example and on the other
 inputs of its test (other branches and trip counts) and compared with PyTorch (rtol 1e-4, atol 1e-5).
 
     python -m bench.script_table [--opsets 11,17] [--out table.md]
@@ -26,21 +26,22 @@ from bench.exporters import short_error, silenced  # noqa: E402
 def _cases() -> dict:
     from tests import test_script, test_script_idioms
 
-    cases = {name: (factory, args, others) for name, (factory, args, others, _, _) in test_script.CASES.items()}
+    cases = {name: (factory, args, others, options[0] if options else {})
+             for name, (factory, args, others, _, _, *options) in test_script.CASES.items()}
     for name, (model_class, args, others) in test_script_idioms.MODELS.items():
-        cases[name] = (lambda model_class=model_class: torch.jit.script(model_class()), args, others)
+        cases[name] = (lambda model_class=model_class: torch.jit.script(model_class()), args, others, {})
     return cases
 
 
-def _export(exporter: str, model, args, opset: int) -> bytes:
+def _export(exporter: str, model, args, opset: int, options: dict) -> bytes:
     buffer = io.BytesIO()
     with silenced():
         if exporter == "ours":
             import torchscript_onnx
 
-            torchscript_onnx.export(model, args, buffer, opset_version=opset)
+            torchscript_onnx.export(model, args, buffer, opset_version=opset, **options)
         else:
-            torch.onnx.export(model, args, buffer, opset_version=opset, dynamo=False)
+            torch.onnx.export(model, args, buffer, opset_version=opset, dynamo=False, **options)
     return buffer.getvalue()
 
 
@@ -90,13 +91,13 @@ def _nodes(model_bytes: bytes) -> int:
 
 
 def bench_case(name: str, case, opset: int) -> dict:
-    factory, args, others = case
+    factory, args, others, options = case
     row = {"model": name, "opset": opset}
     for exporter in ("legacy", "ours"):
         torch.manual_seed(0)
         model = factory()
         try:
-            model_bytes = _export(exporter, model, args, opset)
+            model_bytes = _export(exporter, model, args, opset, options)
         except Exception as error:  # noqa: BLE001 - reported in the table
             row[exporter] = {"result": short_error(error)[:140]}
             continue

@@ -228,7 +228,7 @@ def _x(*values):
     return torch.tensor(values, dtype=torch.float32)
 
 
-# name -> (model factory, example args, other args, expected control-flow ops, lowest opset)
+# name -> (model factory, example args, other args, expected control-flow ops, lowest opset[, export options])
 CASES = {
     "for_accumulate": (lambda: torch.jit.script(ForAccumulate()), (torch.randn(3), 4),
                        [(torch.randn(3), 0), (torch.randn(3), 1), (torch.randn(3), 7)], {"Loop"}, 11),
@@ -258,13 +258,18 @@ CASES = {
                 [(_x(-1.0, -2.0), 3), (_x(1.0, 2.0), 0), (_x(-1.0, 0.5), 5)], {"If"}, 11),
     "function": (lambda: scripted_function, (_x(3.0, 4.0), _x(1.0, 2.0)),
                  [(_x(0.0, 4.0), _x(1.0, 2.0)), (_x(-3.0, 4.0), _x(1.0, 2.0))], {"If", "Loop"}, 11),
+    # language models: dynamic sequence and batch, so other inputs step the loop other numbers of times
     "cell_loop_language_model": (lambda: torch.jit.script(CellLoopLM().eval()),
                                  (torch.randint(0, 30, (5, 2)), torch.randn(2, 10)),
-                                 [(torch.randint(0, 30, (5, 2)), torch.randn(2, 10))], {"Loop"}, 11),
+                                 [(torch.randint(0, 30, (9, 3)), torch.randn(3, 10)),
+                                  (torch.randint(0, 30, (1, 1)), torch.randn(1, 10))], {"Loop"}, 11,
+                                 {"input_names": ["tokens", "hidden"],
+                                  "dynamic_axes": {"tokens": [0, 1], "hidden": [0]}}),
     "word_language_model": (lambda: torch.jit.script(WordLanguageModel().eval()),
                             (torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8)),
-                            [(torch.randint(0, 30, (5, 2)), torch.randn(2, 2, 8), torch.randn(2, 2, 8))],
-                            set(), 11),
+                            [(torch.randint(0, 30, (7, 3)), torch.randn(2, 3, 8), torch.randn(2, 3, 8))],
+                            set(), 11, {"input_names": ["tokens", "h0", "c0"],
+                                        "dynamic_axes": {"tokens": [0, 1], "h0": [1], "c0": [1]}}),
     "saved_archive": (_archive, (_x(0.1, -0.2, 0.3),), [(_x(50.0, 60.0, 1.0),), (_x(1.0, 2.0, 3.0),)],
                       {"Loop"}, 11),
 }
@@ -283,16 +288,17 @@ def _ops(graph: onnx.GraphProto) -> set[str]:
 @pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_scripted_model(name, opset):
-    factory, args, others, control_ops, min_opset = CASES[name]
+    factory, args, others, control_ops, min_opset, *options = CASES[name]
+    options = options[0] if options else {}
     torch.manual_seed(0)
     model = factory()
     if opset < min_opset:
         with pytest.raises(Exception, match=f"opset {min_opset}"):
-            export(model, args, io.BytesIO(), opset_version=opset)
+            export(model, args, io.BytesIO(), opset_version=opset, **options)
         return
-    verify(model, args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5)
+    verify(model, args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5, **options)
     buffer = io.BytesIO()
-    export(model, args, buffer, opset_version=opset)
+    export(model, args, buffer, opset_version=opset, **options)
     ops = _ops(onnx.load_from_string(buffer.getvalue()).graph)
     assert control_ops <= ops, f"expected {control_ops} in the graph, found {sorted(ops)}"
 
