@@ -1,8 +1,9 @@
 """Scripted models: ours against the legacy TorchScript exporter (``torch.onnx.export(dynamo=False)``).
 
 Every model of ``tests/test_script.py`` and ``tests/test_script_idioms.py`` is scripted and exported
-by both exporters at each opset (with the test's export options: dynamic axes for the language models); each result is run in onnxruntime on the example and on the other
-inputs of its test (other branches and trip counts) and compared with PyTorch (rtol 1e-4, atol 1e-5).
+by both exporters at each opset, with the test's export options (dynamic axes for the language
+models); each result is run in onnxruntime on the example and on the other inputs of its test
+(other branches and trip counts) and compared with PyTorch (rtol 1e-4, atol 1e-5).
 
     python -m bench.script_table [--opsets 11,17] [--out table.md]
 """
