@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import torch
 
+from . import jit_walk
 from .errors import SymbolicValueError
 
 # view op -> how the new value of the view goes back into its parent
@@ -134,7 +135,7 @@ class _Rewriter:
                     self.bases[out] = self.find("bases", node.inputsAt(0))
             elif is_inplace(node):
                 self.rewrite_write(node)
-            blocks = list(node.blocks())
+            blocks = jit_walk.blocks(node)  # without a C++ exception per node (see jit_walk)
             if blocks:
                 for block in blocks:
                     self.changed |= _Rewriter(self.graph, block, self).run()
