@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 
 from . import dtypes
+from .shapes import slice_range
 
 # Folding beyond this many output elements would copy weights; leave such nodes to the runtime.
 MAX_FOLDED_ELEMENTS = 1 << 16
@@ -95,7 +96,7 @@ def _slice(xs, attrs):
     flips = []
     for start, end, axis, step in zip(starts, ends, axes, steps):
         size = x.shape[axis]
-        rng = range(*slice(start, end, step).indices(size))
+        rng = slice_range(start, end, step, size)
         if step < 0:
             flips.append((axis, rng))
             continue

@@ -493,8 +493,20 @@ def _slice(node: Node) -> None:
         if not isinstance(size, int):
             dims[axis] = None
             continue
-        dims[axis] = len(range(*slice(start, end, step).indices(size)))
+        dims[axis] = len(slice_range(start, end, step, size))
     _set(node, 0, x.dtype, dims)
+
+
+def slice_range(start: int, end: int, step: int, size: int) -> range:
+    """The positions ONNX Slice takes along an axis of ``size``. Not Python's for negative steps: a
+    start that lands before the first element is clamped to it (``x[-2:-2:-1]`` of 1 element keeps
+    it; Python keeps nothing)."""
+    start, end = start + size if start < 0 else start, end + size if end < 0 else end
+    if step > 0:
+        return range(min(max(start, 0), size), min(max(end, 0), size), step)
+    if size == 0:
+        return range(0)
+    return range(min(max(start, 0), size - 1), min(max(end, -1), size - 1), step)
 
 
 def _split(node: Node) -> None:
