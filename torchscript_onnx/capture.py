@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from . import jit_walk
 from .mutation import iter_nodes
 from .options import TrainingMode
 
@@ -383,13 +384,22 @@ def _inline_methods(graph: torch._C.Graph, module) -> dict:
         # atoms as traced scopes spell them (/layer1/layer1.0/conv1); self.helper() calls: ""
         node, scope = call.prev(), "".join("/" + _unqualified(".".join(path[:k + 1])) for k in range(len(path)))
         call.destroy()
-        while node != anchor:
-            for inner in [node, *(n for block in node.blocks() for n in iter_nodes(block))]:
-                scopes[inner] = scope
-                if inner.kind() == "prim::CallMethod":
-                    pending.append(inner)
-            node = node.prev()
+        for inner in _inserted(node, anchor):
+            scopes[inner] = scope
+            if inner.kind() == "prim::CallMethod":
+                pending.append(inner)
     return scopes
+
+
+def _inserted(last: torch._C.Node, stop: torch._C.Node) -> list:
+    """The nodes from ``last`` back to (not including) ``stop``, with the nodes nested in them:
+    what an inliner put between ``stop`` and the node after ``last``."""
+    found = []
+    while last != stop:
+        found.append(last)
+        found += [n for block in jit_walk.blocks(last) for n in iter_nodes(block)]
+        last = last.prev()
+    return found
 
 
 def _inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
@@ -403,11 +413,8 @@ def _inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
         marked.append((begin, end, scopes[call]))
     torch._C._jit_pass_inline(graph)
     for begin, end, scope in marked:
-        node = end.prev()
-        while node != begin:
-            for inner in [node, *(n for block in node.blocks() for n in iter_nodes(block))]:
-                scopes[inner] = scopes.get(inner) or scope
-            node = node.prev()
+        for inner in _inserted(end.prev(), begin):
+            scopes[inner] = scopes.get(inner) or scope
         begin.destroy()
         end.destroy()
 

@@ -263,7 +263,7 @@ class Converter:
         ctx.scope = scope_path(node.scopeName()) or self.captured.scopes.get(node, "")
         ctx.source = source_of(node)
         if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
-            sequence_fn = registry.lookup("sequence::" + kind.partition("::")[2], ctx.opset)
+            sequence_fn = self.lookup("sequence::" + kind.partition("::")[2], ctx.opset)
             if sequence_fn is not None:
                 fn = sequence_fn
             else:  # an int[]/float[] argument (sizes built in a loop) is a 1-D tensor to any symbolic

@@ -35,15 +35,24 @@ def mutated_input(node: torch._C.Node) -> torch._C.Value | None:
 def mutated_outside(node: torch._C.Node) -> list:
     """Values defined outside ``node``'s blocks that nodes in them mutate (scripted code is not SSA:
     ``l.append(x)`` in a loop body changes ``l`` for the next iteration and after the loop)."""
-    inside: set[int] = set()
+    defined_inside: set[int] = set()
     nested = [n for block in node.blocks() for n in iter_nodes(block)]
     for block in [*node.blocks(), *[b for n in nested for b in n.blocks()]]:
-        inside.update(v.unique() for v in block.inputs())
+        defined_inside.update(v.unique() for v in block.inputs())
     for n in nested:
-        inside.update(v.unique() for v in n.outputs())
+        defined_inside.update(v.unique() for v in n.outputs())
     found: dict[int, torch._C.Value] = {}
     for n in nested:
         target = mutated_input(n)
-        if target is not None and target.unique() not in inside:
+        if target is not None and target.unique() not in defined_inside:
             found.setdefault(target.unique(), target)
     return list(found.values())
+
+
+def inside(node: torch._C.Node, compound: torch._C.Node) -> bool:
+    """Whether ``node`` sits in one of ``compound``'s blocks, at any depth."""
+    while node is not None:
+        node = node.owningBlock().owningNode()
+        if node == compound:
+            return True
+    return False

@@ -36,6 +36,7 @@ import torch
 
 from . import jit_walk
 from .errors import SymbolicValueError
+from .mutation import inside, mutated_outside
 
 # view op -> how the new value of the view goes back into its parent
 _RESHAPE_BACK = {"aten::view", "aten::reshape", "aten::unsqueeze", "aten::squeeze", "aten::flatten",
@@ -207,7 +208,7 @@ class _Rewriter:
         for level in self.outer.levels():
             compound = container.block.owningNode()
             stale.update(v for v in level.by_root.get(root, [])
-                         if v not in chain and any(_inside(use.user, compound) for use in v.uses()))
+                         if v not in chain and any(inside(use.user, compound) for use in v.uses()))
             container = level
         needed = set()
         for view in stale:
@@ -228,8 +229,6 @@ class _Rewriter:
 
     def after_nested(self, node: torch._C.Node) -> None:
         """Views read after a branch or loop that wrote into their base are made again after it."""
-        from .mutation import mutated_outside
-
         for value in mutated_outside(node):
             root = self.root_of(value)
             if self.by_root.get(root):
@@ -321,15 +320,6 @@ def _is_full_slice(args) -> bool:
         return False
     start, end, step = (v.toIValue() for v in args[1:4])
     return start in (None, 0) and step in (None, 1) and (end is None or end >= 9223372036854775807)
-
-
-def _inside(node: torch._C.Node, compound: torch._C.Node) -> bool:
-    """Whether ``node`` sits in one of ``compound``'s blocks, at any depth."""
-    while node is not None:
-        node = node.owningBlock().owningNode()
-        if node == compound:
-            return True
-    return False
 
 
 def _used_after(value, anchor) -> bool:

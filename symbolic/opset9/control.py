@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from torchscript_onnx.ir import Value
-from torchscript_onnx.mutation import iter_nodes, mutated_outside
+from torchscript_onnx.mutation import inside, mutated_outside
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
@@ -206,15 +206,15 @@ def _scanned_lists(g, body, mutated: list, env: dict) -> list:
     value per iteration (a scan output), which is such a list; the legacy exporter does the same."""
     if g.opset >= 13:
         return []
-    top_level = set(body.nodes())
+    loop = g.original_node
     scanned = []
     for jit_value in mutated:
         if not isinstance(jit_value.type(), torch._C.ListType) or env[jit_value.unique()].sequence:
             continue
         if sh.unpack_list(env[jit_value.unique()]):
             continue
-        users = [n for n in iter_nodes(body) if any(v.unique() == jit_value.unique() for v in n.inputs())]
-        if len(users) == 1 and users[0].kind() == "aten::append" and users[0] in top_level:
+        users = [use.user for use in jit_value.uses() if inside(use.user, loop)]
+        if len(users) == 1 and users[0].kind() == "aten::append" and users[0].owningBlock() == body:
             scanned.append(jit_value)
     return scanned
 
