@@ -166,3 +166,54 @@ def test_a_buffer_resized_in_forward_comes_back():
     except tso.OnnxExporterError:
         pass  # whether resize_ converts or not, the buffer must come back
     assert torch.equal(model.history, torch.arange(3.0))
+
+
+# -- old-style ScriptModule subclasses (@torch.jit.script_method) --------------------------------
+
+
+class OldStyleAffine(torch.jit.ScriptModule):
+    """A ScriptModule subclass: its forward is a ScriptMethod whose signature still lists self."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3))
+
+    @torch.jit.script_method
+    def forward(self, x, scale: float = 2.0):
+        return x * self.weight * scale
+
+
+class OldStylePair(torch.jit.ScriptModule):
+    @torch.jit.script_method
+    def forward(self, x, y):
+        return x - y, x * y
+
+
+# (id, model, args, kwargs, expected positional args); as for torch.jit.script'ed modules, a
+# default stays out of the args (capture binds it from the schema)
+OLD_STYLE_CASES = [
+    ("one-tensor", OldStyleAffine(), X, None, (X,)),
+    ("tuple", OldStylePair(), (X, Y), None, (X, Y)),
+    ("trailing-dict", OldStyleAffine(), (X, {"scale": 3.0}), None, (X, 3.0)),
+    ("kwargs", OldStylePair(), (X,), {"y": Y}, (X, Y)),
+]
+
+
+@pytest.mark.parametrize("model, args, kwargs, expected",
+                         [pytest.param(*row[1:], id=row[0]) for row in OLD_STYLE_CASES])
+def test_old_style_script_module_args_bind_without_self(model, args, kwargs, expected):
+    assert _same(capture.normalize_args(model, args, kwargs), expected)
+
+
+def test_old_style_script_module_arity_errors_do_not_count_self():
+    with pytest.raises(TypeError, match=r"forward\(x, y\)"):
+        capture.normalize_args(OldStylePair(), (X, Y, X), None)
+
+
+@pytest.mark.parametrize("model, args", [(OldStyleAffine(), (X,)), (OldStylePair(), (X, Y))],
+                         ids=["affine", "pair"])
+def test_old_style_script_module_exports_and_matches_eager(model, args):
+    from torchscript_onnx.verify import verify
+
+    report = verify(model, args, opset_version=17)
+    assert report.comparisons

@@ -147,11 +147,10 @@ def normalize_args(model, args, kwargs) -> tuple:
         named, args = args[-1], args[:-1]
     positional = list(args)
     forward = getattr(model, "forward", model)
-    try:
-        signature = inspect.signature(forward)
-    except (TypeError, ValueError):
+    signature = forward_signature(model)
+    if signature is None:
         return tuple(positional)
-    params = [p for p in signature.parameters.values() if p.name != "self"]
+    params = list(signature.parameters.values())
     unknown = set(named) - {p.name for p in params}
     if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
         raise TypeError(f"args: keyword argument(s) {sorted(unknown)} are not parameters of the model's forward")
@@ -185,6 +184,23 @@ def normalize_args(model, args, kwargs) -> tuple:
         return call
     _check_arity(model, tuple(positional))
     return tuple(positional)
+
+
+def forward_signature(model) -> inspect.Signature | None:
+    """The signature a call of ``model`` binds to, or None when Python cannot tell.
+
+    The forward of an old-style ScriptModule subclass (``@torch.jit.script_method``) is a
+    ``ScriptMethod`` whose signature still lists ``self``, although the method is bound:
+    that ``self`` is dropped."""
+    forward = getattr(model, "forward", model)
+    try:
+        signature = inspect.signature(forward)
+    except (TypeError, ValueError):
+        return None
+    params = list(signature.parameters.values())
+    if params and params[0].name == "self" and isinstance(forward, torch._C.ScriptMethod):
+        signature = signature.replace(parameters=params[1:])
+    return signature
 
 
 class CallArgs(tuple):
@@ -234,9 +250,8 @@ def _has_tensor(value) -> bool:
 
 def _check_arity(model, args: tuple) -> None:
     """Fail before tracing when ``args`` cannot be passed to the model's forward."""
-    try:
-        signature = inspect.signature(getattr(model, "forward", model))
-    except (TypeError, ValueError):
+    signature = forward_signature(model)
+    if signature is None:
         return
     try:
         if isinstance(args, CallArgs):
