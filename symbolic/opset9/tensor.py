@@ -564,25 +564,67 @@ def flipud(g, self):
 
 
 @_onnx_symbolic("aten::roll")
-@sh.parse_args("v", "is", "is")
+@sh.parse_args("v", "v", "is")
 def roll(g, self, shifts, dims):
     """roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor"""
+    shifts = [s if sh.const(s) is sh.UNKNOWN else sh.const(s) for s in sh.unpack_list(shifts)] \
+        if sh.is_value(shifts) else list(shifts)
     if not dims:
+        # torch rolls the flattened tensor and restores the shape.
         flat = reshape_to(g, self, [-1])
-        rolled = roll(g, flat, shifts, [0])
+        rolled = roll(g, flat, shifts[:1], [0])
         return g.op("Reshape", rolled, onnx_ops.shape_of(g, self))
+    if len(shifts) != len(dims):
+        sh.value_error(f"roll: {len(shifts)} shifts for {len(dims)} dims", self)
     rank = require_rank("roll", self)
     for shift, dim in zip(shifts, dims):
         dim = axis_of(dim, rank)
-        if sh.is_static(self, dim):
+        if isinstance(shift, Value) and shift.is_const:
+            shift = shift.const
+        if isinstance(shift, torch.Tensor):
+            shift = int(shift.item())
+        if isinstance(shift, int) and sh.is_static(self, dim):
             size = sh.sizes(self)[dim]
             shift = shift % size if size else 0
-        if shift == 0:
+            if shift == 0:
+                continue
+            tail = onnx_ops.slice(g, self, [dim], [size - shift], [onnx_ops.INT64_MAX])
+            head = onnx_ops.slice(g, self, [dim], [0], [size - shift])
+        elif isinstance(shift, int) and shift == 0:
             continue
-        tail = onnx_ops.slice(g, self, [dim], [-shift], [onnx_ops.INT64_MAX])
-        head = onnx_ops.slice(g, self, [dim], [0], [-shift])
+        else:
+            self = _roll_runtime(g, self, shift, dim)
+            continue
         self = g.op("Concat", tail, head, axis_i=dim)
     return self
+
+
+def _roll_runtime(g, self: Value, shift, dim: int) -> Value:
+    """``self`` rolled by ``shift`` along a dim whose size (or the shift) is known only at
+    runtime. torch takes the shift modulo the size, so it may exceed the size or be negative."""
+    if not isinstance(shift, Value):
+        shift = g.constant(shift, torch.int64)
+    shift = onnx_ops.cast(g, shift, torch.int64)
+    if shift.rank != 0:
+        shift = reshape_to(g, shift, [])
+    size = onnx_ops.size(g, self, dim)
+    # An empty dim rolls to itself; dividing by its 0 size would trap.
+    divisor = g.op("Add", size, onnx_ops.cast(g, g.op("Equal", size, g.constant(0, torch.int64)), torch.int64))
+    if g.opset < 10:
+        # No Mod, no Slice with runtime bounds: gather positions (i - shift) mod size. Two rounds
+        # of a - (a / n) * n give the non-negative remainder whether Div truncates or floors.
+        from .creation import arange_between
+
+        def rem(a):
+            return g.op("Sub", a, g.op("Mul", g.op("Div", a, divisor), divisor))
+
+        position = rem(g.op("Sub", arange_between(g, 0, size, 1, torch.int64), shift))  # in (-n, n)
+        position = rem(g.op("Add", position, divisor))  # in [0, n)
+        return g.op("Gather", self, position, axis_i=dim)
+    split = g.op("Sub", size, g.op("Mod", shift, divisor, fmod_i=0))
+    tail = onnx_ops.slice(g, self, [dim], [split], [onnx_ops.INT64_MAX])
+    head = onnx_ops.slice(g, self, [dim], [0], [split])
+    return g.op("Concat", tail, head, axis_i=dim)
 
 
 @_onnx_symbolic("aten::rot90")
