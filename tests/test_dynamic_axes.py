@@ -61,14 +61,15 @@ def test_output_dims_follow_inputs_without_naming_the_output():
     assert [_dims(v) for v in proto.graph.output] == [["batch", 3], ["batch"]]
 
 
-@pytest.mark.parametrize("axes, message", [
-    ({"z": [0]}, "neither"),                      # legacy: a warning, then ignored
-    ({"x": {2: "batch"}}, "axis 2"),              # legacy: an IndexError deep inside, or ignored
-    ({"sum": {-3: "batch"}}, "axis -3"),
+@pytest.mark.parametrize("axes, message, strict", [
+    ({"z": {0: "b"}}, "Provided key z", True),    # legacy: a warning, then ignored (tests/test_legacy_signature.py)
+    ({"x": {2: "batch"}}, "axis 2", False),       # legacy: an IndexError deep inside, or ignored
+    ({"sum": {-3: "batch"}}, "axis -3", False),
 ])
-def test_unknown_name_or_axis_is_an_error(axes, message):
+def test_unknown_axis_is_an_error_and_unknown_name_with_strict(axes, message, strict):
     with pytest.raises(ValueError, match=message):
-        export(Add(), (X, Y), io.BytesIO(), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes)
+        export(Add(), (X, Y), io.BytesIO(), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes,
+               strict=strict)
 
 
 def test_malformed_dynamic_axes_is_a_type_error():

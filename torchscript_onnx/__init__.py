@@ -4,12 +4,14 @@ the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX 
 from . import compat as _compat  # noqa: F401  (attaches the legacy Value surface)
 from .api import __version__, build, export, export_to_pretty_string
 from .capture import is_in_onnx_export, select_model_mode_for_export
-from .errors import CheckerError, OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
+from .errors import CheckerError, OnnxExporterError, OnnxExporterWarning, SymbolicValueError, UnsupportedOperatorError
+from .install import install, installed, uninstall
 from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
 from .registration import register_custom_op_symbolic, supported_ops, unregister_custom_op_symbolic
 
 __all__ = [
-    "DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "CheckerError", "OnnxExporterError", "OperatorExportTypes",
+    "DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "CheckerError", "OnnxExporterError", "OnnxExporterWarning",
+    "OperatorExportTypes", "install", "installed", "uninstall",
     "SymbolicValueError", "TrainingMode", "UnsupportedOperatorError", "__version__", "build", "export",
     "export_to_pretty_string", "is_in_onnx_export", "register_custom_op_symbolic",
     "select_model_mode_for_export", "supported_ops", "unregister_custom_op_symbolic",

@@ -20,6 +20,7 @@ from symbolic import registry
 from . import capture as capture_mod
 from . import serialize
 from .context import GraphContext
+from .artifacts import Artifacts
 from .convert import convert
 from .ir import Graph
 from .optimize import optimize
@@ -48,8 +49,9 @@ class Exported:
     def to_model_proto(self) -> onnx.ModelProto:
         return onnx.load_from_string(self.to_bytes())
 
-    def save(self, f) -> None:
-        serialize.save(self.model, self.graph, f)
+    def save(self, f, external_data: bool | None = None) -> None:
+        """Write to a path or binary file object; ``external_data``: None = only past protobuf's 2 GiB."""
+        serialize.save(self.model, self.graph, f, external_data=external_data)
 
 
 def _check_model(model) -> None:
@@ -151,29 +153,34 @@ def _check_against_graph(captured, options: ExportOptions) -> None:
 
 
 def _check_dynamic_axes(graph: Graph, options: ExportOptions) -> None:
+    """Axes must exist; a key naming no input or output was warned about already (legacy ignores it)."""
     values = {v.name: v for v in graph.inputs + graph.outputs}
     for name, axes in options.dynamic_axes.items():
         value = values.get(name)
         if value is None:
-            known = ", ".join(sorted(values)) or "none"
-            raise ValueError(
-                f"dynamic_axes names {name!r}, which is neither an input nor an output; "
-                f"name inputs and outputs with input_names/output_names (current names: {known})"
-            )
+            if options.strict:
+                known = ", ".join(sorted(values)) or "none"
+                raise ValueError(
+                    f"dynamic_axes names {name!r}, which is neither an input nor an output "
+                    f"(strict=True; current names: {known})"
+                )
+            continue
         rank = value.rank
         for axis in axes:
             if rank is not None and not -rank <= axis < rank:
                 raise ValueError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {rank}")
 
 
-def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
+def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **option_kwargs) -> Exported:
     """Capture and convert ``model`` without writing anything; ``export`` saves the result.
 
     ``option_kwargs`` are ``export``'s options by keyword; those not given take their defaults.
+    ``artifacts`` records the steps for ``export(report=True)`` and dumps the captured graph.
     """
     unknown = sorted(set(option_kwargs) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
+    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
     options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
     _check_model(model)
     _check_args(args, kwargs)
@@ -181,12 +188,17 @@ def build(model, args=(), *, kwargs=None, **option_kwargs) -> Exported:
     # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining)
+    artifacts.step("capture (TorchScript graph)")
     prepare(captured.graph)
+    artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))
+    artifacts.step(f"conversion to ONNX opset {options.opset_version}")
     _check_dynamic_axes(graph, options)
-    optimize(graph, training=_exports_training(model, options.training),
-             initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
+    if options.optimize:
+        optimize(graph, training=_exports_training(model, options.training),
+                 initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
+        artifacts.step("optimisation")
     input_indices = _drop_unused_inputs(graph, len(captured.user_inputs))
     functions = []
     if options.export_modules_as_functions:
@@ -247,7 +259,7 @@ def export(
     *,
     kwargs=None,
     export_params: bool = True,
-    verbose: bool = False,
+    verbose: bool | None = None,
     training: TrainingMode = TrainingMode.EVAL,
     input_names=None,
     output_names=None,
@@ -259,12 +271,26 @@ def export(
     custom_opsets=None,
     export_modules_as_functions=False,
     autograd_inlining: bool = True,
+    dynamo: bool = False,
+    external_data: bool | None = None,
+    dynamic_shapes=None,
+    custom_translation_table=None,
+    report: bool = False,
+    optimize: bool = True,
+    verify: bool = False,
+    profile: bool = False,
+    dump_exported_program: bool = False,
+    artifacts_dir: str | os.PathLike = ".",
+    fallback: bool = False,
+    strict: bool = False,
 ):
     """Export ``model`` to ONNX, like the legacy TorchScript exporter (``dynamo=False``).
 
+    Takes every argument of ``torch.onnx.export``; each does what its name says.
+
     Args:
         model: an ``nn.Module`` or a plain function (traced), or a ``torch.jit.ScriptModule`` /
-            ``ScriptFunction`` (from ``torch.jit.script`` or ``torch.jit.trace``).
+            ``ScriptFunction`` (from ``torch.jit.script``, ``torch.jit.trace`` or ``torch.jit.load``).
         args: the example inputs: a tensor, or a tuple of arguments (tensors, Python numbers and
             bools, and tuples/lists/dicts of them, flattened depth first into graph inputs). A
             trailing dict in the tuple holds keyword arguments; any other non-tuple (a list too)
@@ -280,11 +306,13 @@ def export(
             PyTorch's own enum members). The model's training flags are restored afterwards.
         input_names, output_names: names of the flattened graph inputs/outputs, in order; a
             shorter list names a prefix, a longer one is an error.
-        operator_export_type: only ``OperatorExportTypes.ONNX`` is implemented.
+        operator_export_type: ``OperatorExportTypes.ONNX`` (default), ``ONNX_ATEN``,
+            ``ONNX_ATEN_FALLBACK`` or ``ONNX_FALLTHROUGH``, as in legacy.
         opset_version: the ONNX opset, 7 to 26; default 20 (``DEFAULT_OPSET``, the legacy default).
         do_constant_folding: fold constant subgraphs.
-        dynamic_axes: ``{name: {axis: dim_name}}`` or ``{name: [axes]}`` for names given in
-            input_names/output_names.
+        dynamic_axes: ``{name: {axis: dim_name}}`` or ``{name: [axes]}``. As in legacy, a name that
+            is neither in input_names nor output_names is warned about (and applies if it is a
+            default input/output name); ``strict=True`` makes it an error.
         keep_initializers_as_inputs: also list the initializers as graph inputs; None (default)
             means False. Opsets 7 and 8 (IR version 3) always list them.
         custom_opsets: ``{domain: version}`` for custom domains the symbolics emit.
@@ -292,33 +320,112 @@ def export(
             functions (opset 15+; see functions.py).
         autograd_inlining: inline the ops of torch.autograd.Function calls without a ``symbolic``
             (False: such calls need a registered ``prim::PythonOp`` symbolic).
+        dynamo: must be False (this is the TorchScript exporter); True is refused with a pointer to
+            ``torch.onnx.export``.
+        external_data: None (default): weights inside the ``.onnx`` file unless it would pass
+            protobuf's 2 GiB limit, then in ``<f>.data`` beside it. True: always in ``<f>.data``.
+            False: never (a model past 2 GiB is then an error, raised before writing).
+        dynamic_shapes: the ``torch.export`` form of dynamic axes (``torch.export.Dim`` or a name
+            per axis, following the structure of the inputs; see dynamic_shapes.py), translated to
+            named ``dynamic_axes``. Unnamed inputs it makes dynamic take their forward parameter's name.
+        custom_translation_table: the dynamo exporter's op table (onnxscript functions); not
+            supported here: register conversions with ``register_custom_op_symbolic`` instead.
+        report: write a Markdown report of the export (steps, options, graph summary, error,
+            verification, profile) into ``artifacts_dir``, also when the export fails.
+        optimize: run the graph optimisation passes (identity and dead-code removal, conv+BN
+            folding, initializer de-duplication, CSE). Build-time constant folding follows
+            ``do_constant_folding``.
+        verify: before writing, check the model with ``onnx.checker`` and compare onnxruntime's
+            outputs with PyTorch's on ``args`` (rtol 1e-4, atol 1e-5); a mismatch raises and writes nothing.
+        profile: profile the export (cProfile); printed, or added to the report.
+        dump_exported_program: write the captured TorchScript graph into ``artifacts_dir``.
+        artifacts_dir: where report, profile and graph dump go (created if needed).
+        fallback: accepted for old callers (torch < 2.11 used it to fall back from dynamo to the
+            TorchScript exporter, which this is).
+        strict: turn what the legacy exporter only warns about into errors.
 
     Returns:
         None, or the ``onnx.ModelProto`` when ``f`` is None.
 
     Raises:
         TypeError, ValueError: an argument is invalid (the message names it); raised before any work.
-        NotImplementedError: an option value that is not implemented yet.
         UnsupportedOperatorError: operators without a conversion at the opset (all of them at once).
         SymbolicValueError: a conversion could not handle one of its values.
-        Errors are raised before anything is written.
+        All derive from ``torch.onnx.errors.OnnxExporterError`` where torch has it (argument errors
+        are plain TypeError/ValueError). Errors are raised before anything is written.
     """
+    _check_dynamo_options(dynamo, custom_translation_table, fallback, dynamic_shapes, dynamic_axes)
+    for flag, name in ((report, "report"), (verify, "verify"), (profile, "profile"),
+                       (dump_exported_program, "dump_exported_program")):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False; got {flag!r}")
+    if not isinstance(artifacts_dir, (str, os.PathLike)):
+        raise TypeError(f"artifacts_dir must be a folder path (str or os.PathLike); got {artifacts_dir!r}")
+    if external_data is not None and not isinstance(external_data, bool):
+        raise TypeError(f"external_data must be True, False or None (automatic); got {external_data!r}")
     _check_f(f)
-    exported = build(
-        model, args, kwargs=kwargs,
+    if external_data and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("external_data=True writes the weights to a file beside the model: give f as a path")
+    if dynamic_shapes is not None:
+        from .dynamic_shapes import to_dynamic_axes
+
+        _check_model(model)
+        _check_args(args, kwargs)
+        input_names, dynamic_axes = to_dynamic_axes(
+            model, capture_mod.normalize_args(model, args, kwargs), dynamic_shapes, input_names)
+    artifacts = Artifacts(report, profile, dump_exported_program, artifacts_dir)
+    options = dict(
         opset_version=opset_version, training=training, input_names=input_names,
         output_names=output_names, dynamic_axes=dynamic_axes, export_params=export_params,
         keep_initializers_as_inputs=keep_initializers_as_inputs, do_constant_folding=do_constant_folding,
         operator_export_type=operator_export_type, custom_opsets=custom_opsets,
         export_modules_as_functions=export_modules_as_functions, autograd_inlining=autograd_inlining,
-        verbose=verbose,
+        verbose=verbose, optimize=optimize, strict=strict,
     )
-    if verbose:
-        print(graph_text(exported.graph, exported.options.opset_version))
-    if f is None:
-        return exported.to_model_proto()
-    exported.save(f)
-    return None
+    artifacts.options = {**options, "external_data": external_data, "verify": verify}
+    artifacts.start()
+    exported = comparisons = None
+    try:
+        exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **options)
+        if verify:
+            comparisons = _verify(model, args, kwargs, exported)
+            artifacts.step("verification with onnxruntime")
+        if verbose:
+            print(graph_text(exported.graph, exported.options.opset_version))
+        result = exported.to_model_proto() if f is None else exported.save(f, external_data=external_data)
+        artifacts.step("saved" if f is not None else "returned as a ModelProto")
+    except BaseException as error:
+        artifacts.finish(exported, error, comparisons)
+        raise
+    artifacts.finish(exported, None, comparisons)
+    return result
+
+
+def _check_dynamo_options(dynamo, custom_translation_table, fallback, dynamic_shapes, dynamic_axes) -> None:
+    if dynamo is not False:
+        raise ValueError(
+            f"dynamo={dynamo!r}: torchscript_onnx is the TorchScript exporter (dynamo=False); for the "
+            "torch.export-based exporter call torch.onnx.export(..., dynamo=True)"
+        )
+    if custom_translation_table:
+        raise ValueError(
+            "custom_translation_table maps torch ops to onnxscript functions for the dynamo exporter; "
+            "this exporter takes conversions through torchscript_onnx.register_custom_op_symbolic(name, fn, opset)"
+        )
+    if not isinstance(fallback, bool):
+        raise TypeError(f"fallback must be True or False; got {fallback!r}")
+    if dynamic_shapes is not None and dynamic_axes:
+        raise ValueError("give dynamic_shapes or dynamic_axes, not both")
+
+
+def _verify(model, args, kwargs, exported: Exported) -> list:
+    """onnx.checker and onnxruntime against PyTorch on ``args``; raises on a mismatch."""
+    from .verify import check, compare
+
+    model_bytes = exported.to_bytes()
+    check(model_bytes)
+    return compare(model, args, model_bytes, rtol=1e-4, atol=1e-5, kwargs=kwargs,
+                   input_indices=exported.input_indices)
 
 
 # export()'s options and their defaults.
@@ -326,7 +433,7 @@ OPTION_DEFAULTS = dict(
     export_params=True, verbose=False, training=TrainingMode.EVAL, input_names=None, output_names=None,
     operator_export_type=OperatorExportTypes.ONNX, opset_version=None, do_constant_folding=True,
     dynamic_axes=None, keep_initializers_as_inputs=None, custom_opsets=None,
-    export_modules_as_functions=False, autograd_inlining=True,
+    export_modules_as_functions=False, autograd_inlining=True, optimize=True, strict=False,
 )
 
 

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-
-class OnnxExporterError(RuntimeError):
-    """Base class of every error the exporter raises on purpose."""
+import importlib
 
 
-class UnsupportedOperatorError(OnnxExporterError):
+def _torch_error(name: str, fallback: type) -> type:
+    """torch's own exception class of that name when torch has it, so ``except
+    torch.onnx.errors.OnnxExporterError`` (or its subclasses) catches ours; else ``fallback``."""
+    try:
+        return getattr(importlib.import_module("torch.onnx.errors"), name)
+    except (ImportError, AttributeError):
+        return fallback
+
+
+class OnnxExporterError(_torch_error("OnnxExporterError", RuntimeError)):
+    """Base class of every error the exporter raises on purpose (a ``torch.onnx.errors.OnnxExporterError``)."""
+
+
+class OnnxExporterWarning(_torch_error("OnnxExporterWarning", UserWarning)):
+    """What the exporter warns about where the legacy exporter warns; ``strict=True`` makes these errors."""
+
+
+class UnsupportedOperatorError(OnnxExporterError, _torch_error("UnsupportedOperatorError", OnnxExporterError)):
     """One or more operators have no conversion at the target opset.
 
     ``ops`` holds one ``UnsupportedOp`` per distinct operator, each with every place it occurs.
@@ -19,13 +34,14 @@ class UnsupportedOperatorError(OnnxExporterError):
         lines = [f"{len(self.ops)} operator(s) cannot be exported to ONNX opset {opset}:"]
         for op in self.ops:
             lines.append("  " + op.describe())
-        super().__init__("\n".join(lines))
+        # not torch's __init__ (other arguments); the message is all RuntimeError keeps
+        RuntimeError.__init__(self, "\n".join(lines))
 
     def __reduce__(self):  # picklable (multiprocessing, pytest-xdist) despite the two-argument init
         return type(self), (self.ops, self.opset)
 
 
-class SymbolicValueError(OnnxExporterError):
+class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", OnnxExporterError)):
     """A conversion could not handle one of its values (wrong kind, dtype, shape or non-constant).
 
     Symbolics raise it with a short message and, optionally, the offending value
@@ -43,7 +59,7 @@ class SymbolicValueError(OnnxExporterError):
         self.scope = ""
         self.source = ""
         self.inputs: list[str] = []
-        super().__init__(self._text())
+        RuntimeError.__init__(self, self._text())
 
     def in_context(self, node: str, opset: int, scope: str, source: str, inputs: list[str]) -> "SymbolicValueError":
         """This error with the place it happened (once: an error already placed is returned as is)."""

@@ -12,7 +12,12 @@ import collections
 import dataclasses
 import enum
 import numbers
+import os
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
+
+from .errors import OnnxExporterWarning
 
 MIN_OPSET = 7
 MAX_OPSET = 26
@@ -49,6 +54,24 @@ class ExportOptions:
     export_modules_as_functions: bool | frozenset = False
     autograd_inlining: bool = True
     verbose: bool = False
+    optimize: bool = True  # run the graph optimisation passes (optimize/)
+    strict: bool = False  # what the legacy exporter only warns about is an error
+
+
+def warn_or_raise(message: str, strict: bool) -> None:
+    """Warn where the legacy exporter warns; with ``strict=True`` raise instead."""
+    if strict:
+        raise ValueError(message + " (strict=True makes this an error)")
+    warnings.warn(message, OnnxExporterWarning, stacklevel=_caller_stacklevel())
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside this package: the warning points at the user's call."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _allowed(enum_cls) -> str:
@@ -99,11 +122,12 @@ def check_opset(opset_version, argument: str = "opset_version") -> int:
     return opset_version
 
 
-def _check_dynamic_axes(value, input_names, output_names) -> dict[str, dict[int, str]]:
+def _check_dynamic_axes(value, input_names, output_names, strict: bool) -> dict[str, dict[int, str]]:
     """Normalise both legacy forms; generated names follow legacy: ``<name>_dynamic_axes_<k>``.
 
-    Keys must be names given in ``input_names`` or ``output_names`` (the legacy exporter only
-    warned and then ignored such keys for inputs; here it is an error, before any work).
+    As in legacy, a key that is in neither ``input_names`` nor ``output_names`` is a warning, not
+    an error (it still applies if it is the default name of an input or output), and so are the
+    list form (names are generated) and an axis given twice (the first wins).
     """
     if value is None:
         return {}
@@ -116,13 +140,15 @@ def _check_dynamic_axes(value, input_names, output_names) -> dict[str, dict[int,
             raise TypeError(f"dynamic_axes keys must be input or output names (str); got {name!r}")
         if name not in named:
             known = ", ".join(repr(n) for n in sorted(named)) or "none given"
-            raise ValueError(
-                f"dynamic_axes names {name!r}, which is in neither input_names nor output_names "
-                f"(names given: {known}); name the inputs and outputs with input_names/output_names"
-            )
+            warn_or_raise(
+                f"Provided key {name} for dynamic axes is not a valid input/output name: it is in neither "
+                f"input_names nor output_names (names given: {known})", strict)
         if isinstance(axes, Mapping):
             items = list(axes.items())
         elif isinstance(axes, Sequence) and not isinstance(axes, (str, bytes)):
+            warn_or_raise(
+                f"No names were found for specified dynamic axes of provided input. Automatically generated "
+                f"names will be applied to each dynamic axes of input {name}", strict)
             items = [(axis, f"{name}_dynamic_axes_{k}") for k, axis in enumerate(axes, start=1)]
         else:
             raise TypeError(
@@ -135,7 +161,8 @@ def _check_dynamic_axes(value, input_names, output_names) -> dict[str, dict[int,
             if not isinstance(dim_name, str) or not dim_name:
                 raise TypeError(f"dynamic_axes[{name!r}][{axis}] must be a non-empty dim name (str); got {dim_name!r}")
             if axis in normalised[name]:
-                raise ValueError(f"dynamic_axes[{name!r}] names axis {axis} twice")
+                warn_or_raise(f"Duplicate dynamic axis index {axis} was provided for input {name}.", strict)
+                continue
             normalised[name][axis] = dim_name
     return normalised
 
@@ -191,6 +218,8 @@ def validate_options(
     export_modules_as_functions,
     autograd_inlining,
     verbose,
+    optimize=True,
+    strict=False,
 ) -> ExportOptions:
     """Check every export option (type, range, names) and return them normalised.
 
@@ -207,7 +236,9 @@ def validate_options(
             f"input_names and output_names share {shared}; ONNX needs a distinct name for every graph "
             "input and output"
         )
-    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names)
+    strict = _check_bool(strict, "strict")
+    optimize = _check_bool(optimize, "optimize")
+    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names, strict)
     export_params = _check_bool(export_params, "export_params")
     if keep_initializers_as_inputs is not None:
         _check_bool(keep_initializers_as_inputs, "keep_initializers_as_inputs")
@@ -235,4 +266,6 @@ def validate_options(
         export_modules_as_functions=export_modules_as_functions,
         autograd_inlining=autograd_inlining,
         verbose=verbose,
+        optimize=optimize,
+        strict=strict,
     )

@@ -1,0 +1,275 @@
+"""The whole ``torch.onnx.export`` signature, legacy warnings, torch's error classes, and ``install()``.
+
+A call that works with ``torch.onnx.export(..., dynamo=False)`` must work with ours unchanged;
+the dynamo-era keywords each do what their name says (or are refused with a clear error).
+"""
+
+import os
+import sys
+import types
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from torch.export import Dim
+
+import torchscript_onnx as tso
+from torchscript_onnx.serialize import PRODUCER_NAME
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x, pair):
+        return self.linear(x) + pair[0].sum() * pair[1].mean()
+
+
+def _two_inputs_args():
+    return (torch.randn(2, 4), [torch.randn(5, 2), torch.randn(5, 3)])
+
+
+def _run(path_or_proto, feeds):
+    model = path_or_proto if isinstance(path_or_proto, str) else path_or_proto.SerializeToString()
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+torch.library.define("tso_signature::opaque", "(Tensor x) -> Tensor")
+torch.library.impl("tso_signature::opaque", "CPU", lambda x: x.clone())
+
+
+class Unsupported(torch.nn.Module):
+    """An op no exporter knows."""
+
+    def forward(self, x):
+        return torch.ops.tso_signature.opaque(x)
+
+
+def _input_dims(proto):
+    return {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in proto.graph.input}
+
+
+# -- the dynamo-era keywords ---------------------------------------------------------------------
+
+
+def test_legacy_call_with_every_new_keyword(tmp_path):
+    model, x = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Tanh()).eval(), torch.randn(2, 64)
+    path = str(tmp_path / "m.onnx")
+    tso.export(model, (x,), path, dynamo=False, external_data=True, report=False, verify=False, optimize=True)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    onnx.checker.check_model(path, full_check=True)
+    (got,) = _run(path, {onnx.load(path).graph.input[0].name: x.numpy()})
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# (id, dynamic_shapes, the equivalent input_names and dynamic_axes)
+DYNAMIC_SHAPES = [
+    ("dict-of-dims", {"x": {0: Dim("batch")}}, ["x"], {"x": {0: "batch"}}),
+    ("dict-of-names", {"x": {0: "batch", 1: None}}, ["x"], {"x": {0: "batch"}}),
+    ("tuple-per-axis", ({0: "n"}, None), ["x"], {"x": {0: "n"}}),
+    ("tuple-of-axes", (("n", None), None), ["x"], {"x": {0: "n"}}),
+    ("auto", {"x": {0: Dim.AUTO}}, ["x"], {"x": {0: "x_dim_0"}}),
+    ("static-hint", {"x": {0: Dim.STATIC}}, None, None),
+    ("nested-list", {"pair": [{0: "rows"}, {0: "rows"}]}, ["x", "pair_0", "pair_1"],
+     {"pair_0": {0: "rows"}, "pair_1": {0: "rows"}}),
+    ("second-only", {"pair": [None, {0: "rows"}]}, ["x", "pair_0", "pair_1"], {"pair_1": {0: "rows"}}),
+]
+
+
+@pytest.mark.parametrize("dynamic_shapes, input_names, dynamic_axes",
+                         [pytest.param(*row[1:], id=row[0]) for row in DYNAMIC_SHAPES])
+def test_dynamic_shapes_give_the_inputs_of_the_equivalent_dynamic_axes(dynamic_shapes, input_names, dynamic_axes):
+    model, args = TwoInputs().eval(), _two_inputs_args()
+    ours = tso.export(model, args, None, dynamic_shapes=dynamic_shapes)
+    equivalent = tso.export(model, args, None, input_names=input_names, dynamic_axes=dynamic_axes)
+    assert _input_dims(ours) == _input_dims(equivalent)
+    assert [i.name for i in ours.graph.input] == [i.name for i in equivalent.graph.input]
+
+
+def test_dynamic_shapes_run_at_other_sizes():
+    model = TwoInputs().eval()
+    proto = tso.export(model, _two_inputs_args(), None, dynamic_shapes={"x": {0: Dim("batch")},
+                                                                          "pair": [{0: "rows"}, {0: "rows"}]})
+    x, pair = torch.randn(7, 4), [torch.randn(3, 2), torch.randn(3, 3)]
+    (got,) = _run(proto, {"x": x.numpy(), "pair_0": pair[0].numpy(), "pair_1": pair[1].numpy()})
+    np.testing.assert_allclose(got, model(x, pair).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_verify_compares_with_pytorch_and_writes_nothing_on_a_mismatch(tmp_path):
+    model, x = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval(), torch.randn(2, 4)
+    tso.export(model, (x,), str(tmp_path / "ok.onnx"), verify=True)
+    assert os.path.exists(tmp_path / "ok.onnx")
+
+    def wrong_relu(g, input):  # a deliberately wrong conversion: verify must catch it
+        return g.op("Sigmoid", input)
+
+    tso.register_custom_op_symbolic("aten::relu", wrong_relu, 9)
+    try:
+        with pytest.raises(AssertionError):
+            tso.export(model, (x,), str(tmp_path / "bad.onnx"), verify=True)
+    finally:
+        tso.unregister_custom_op_symbolic("aten::relu", 9)
+    assert not os.path.exists(tmp_path / "bad.onnx")
+
+
+def test_optimize_false_skips_the_passes_and_stays_correct():
+    class ConvBn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            return self.bn(self.conv(x))
+
+    model, x = ConvBn().eval(), torch.randn(1, 3, 8, 8)
+    optimized = tso.export(model, (x,), None)
+    plain = tso.export(model, (x,), None, optimize=False)
+    assert [n.op_type for n in optimized.graph.node] == ["Conv"]
+    assert "BatchNormalization" in [n.op_type for n in plain.graph.node]
+    for proto in (optimized, plain):
+        (got,) = _run(proto, {proto.graph.input[0].name: x.numpy()})
+        np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_report_profile_and_graph_dump_go_to_artifacts_dir(tmp_path, capsys):
+    model, x = torch.nn.Linear(4, 3).eval(), torch.randn(2, 4)
+    tso.export(model, (x,), str(tmp_path / "m.onnx"), report=True, profile=True, dump_exported_program=True,
+               artifacts_dir=tmp_path / "artifacts")
+    files = sorted(os.listdir(tmp_path / "artifacts"))
+    assert [f.rsplit("_", 1)[-1] for f in files] == ["success.md", "torchscript.txt"]
+    text = (tmp_path / "artifacts" / files[0]).read_text()
+    assert "| Gemm | 1 |" in text and "## Profile" in text
+    assert "aten::linear" in (tmp_path / "artifacts" / files[1]).read_text()
+
+
+def test_a_failed_export_still_writes_its_report(tmp_path):
+    with pytest.raises(tso.UnsupportedOperatorError) as info:
+        tso.export(Unsupported(), (torch.ones(2, 3),), str(tmp_path / "m.onnx"), report=True, artifacts_dir=tmp_path)
+    (report,) = [f for f in os.listdir(tmp_path) if f.endswith(".md")]
+    assert report.endswith("_failure.md") and not os.path.exists(tmp_path / "m.onnx")
+    assert "UnsupportedOperatorError" in (tmp_path / report).read_text()
+    assert any(report in note for note in info.value.__notes__)
+
+
+def test_profile_without_report_prints(capsys):
+    tso.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), None, profile=True)
+    assert "cumulative" in capsys.readouterr().out
+
+
+# -- warnings where legacy warns -----------------------------------------------------------------
+
+
+# (id, dynamic_axes given with input_names=["x"], output_names=["y"], the warning's text, strict's error)
+LIST_FORM = "Automatically generated names will be applied to each dynamic axes of input x"
+LEGACY_WARNINGS = [
+    ("unknown-name", {"nope": {0: "b"}}, "Provided key nope for dynamic axes is not a valid input/output name",
+     "Provided key nope"),
+    ("list-form", {"x": [0]}, LIST_FORM, LIST_FORM),
+    ("axis-twice", {"x": [0, 0]}, "Duplicate dynamic axis index 0 was provided for input x", LIST_FORM),
+]
+
+
+@pytest.mark.parametrize("dynamic_axes, text, strict_text",
+                         [pytest.param(*row[1:], id=row[0]) for row in LEGACY_WARNINGS])
+def test_legacy_warnings_are_warnings_and_strict_errors(dynamic_axes, text, strict_text):
+    model, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    with pytest.warns(tso.OnnxExporterWarning, match=text) as record:
+        proto = tso.export(model, (x,), None, input_names=["x"], output_names=["y"], dynamic_axes=dynamic_axes)
+    assert proto.graph.input[0].name == "x"
+    assert {w.filename for w in record if text in str(w.message)} == {__file__}  # points at the caller
+    with pytest.raises(ValueError, match=strict_text):
+        tso.export(model, (x,), None, input_names=["x"], output_names=["y"], dynamic_axes=dynamic_axes, strict=True)
+
+
+def test_generated_dim_names_follow_legacy():
+    with pytest.warns(tso.OnnxExporterWarning):
+        proto = tso.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), None, input_names=["x"],
+                           dynamic_axes={"x": [0]})
+    assert _input_dims(proto)["x"] == ["x_dynamic_axes_1", 4]
+
+
+# -- torch's error classes -----------------------------------------------------------------------
+
+
+def test_errors_are_torch_onnx_errors():
+    assert issubclass(tso.OnnxExporterError, torch.onnx.errors.OnnxExporterError)
+    assert issubclass(tso.SymbolicValueError, torch.onnx.errors.SymbolicValueError)
+    assert issubclass(tso.UnsupportedOperatorError, torch.onnx.errors.UnsupportedOperatorError)
+    assert issubclass(tso.OnnxExporterWarning, torch.onnx.errors.OnnxExporterWarning)
+    with pytest.raises(torch.onnx.errors.OnnxExporterError, match="tso_signature::opaque"):
+        tso.export(Unsupported(), (torch.ones(2, 3),), None)
+
+
+# -- install() -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_torch():
+    original = torch.onnx.export, torch.onnx.utils.export, torch.onnx.register_custom_op_symbolic
+    yield
+    tso.uninstall()
+    assert (torch.onnx.export, torch.onnx.utils.export, torch.onnx.register_custom_op_symbolic) == original
+
+
+def test_install_routes_dynamo_false_to_us(tmp_path, restore_torch):
+    model, x = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval(), torch.randn(2, 4)
+    original = torch.onnx.export
+    tso.install()
+    assert torch.onnx.export is not original
+    torch.onnx.export(model, (x,), str(tmp_path / "a.onnx"), dynamo=False, input_names=["x"])
+    torch.onnx.utils.export(model, (x,), str(tmp_path / "b.onnx"), input_names=["x"])
+    for name in ("a.onnx", "b.onnx"):
+        proto = onnx.load(str(tmp_path / name))
+        assert proto.producer_name == PRODUCER_NAME
+        (got,) = _run(str(tmp_path / name), {"x": x.numpy()})
+        np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    tso.uninstall()
+    assert torch.onnx.export is original
+
+
+def test_install_reaches_names_imported_before_it(restore_torch):
+    library = types.ModuleType("fake_library_using_torch_onnx")
+    library.onnx_export = torch.onnx.export  # `from torch.onnx import export as onnx_export`
+    sys.modules[library.__name__] = library
+    try:
+        with tso.installed():
+            assert getattr(library.onnx_export, "__torchscript_onnx__", False)
+        assert library.onnx_export is torch.onnx.export
+    finally:
+        del sys.modules[library.__name__]
+
+
+def test_install_routes_custom_symbolic_registration(restore_torch):
+    def hardtanh_as_relu6(g, input, min_val, max_val):
+        return g.op("Clip", input, g.op("Constant", value_t=torch.tensor(0.0)),
+                    g.op("Constant", value_t=torch.tensor(6.0)))
+
+    with tso.installed():
+        torch.onnx.register_custom_op_symbolic("aten::hardtanh", hardtanh_as_relu6, 9)
+        try:
+            proto = tso.export(torch.nn.Hardtanh(-1.0, 1.0), (torch.randn(3),), None, opset_version=13)
+        finally:
+            torch.onnx.unregister_custom_op_symbolic("aten::hardtanh", 9)
+    assert [n.op_type for n in proto.graph.node if n.op_type != "Constant"] == ["Clip"]
+    (got,) = _run(proto, {proto.graph.input[0].name: np.array([-3.0, 2.0, 7.0], dtype=np.float32)})
+    np.testing.assert_array_equal(got, [0.0, 2.0, 6.0])  # the registered conversion, not Hardtanh's [-1, 1]
+
+
+def test_install_leaves_other_calls_to_torch(tmp_path, monkeypatch):
+    calls = []
+
+    def torch_export(model, args=(), f=None, *, dynamo=True, **options):  # stands in for torch's own
+        calls.append(dynamo)
+
+    monkeypatch.setattr(torch.onnx, "export", torch_export)
+    with tso.installed():
+        torch.onnx.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), str(tmp_path / "d.onnx"))
+        torch.onnx.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), str(tmp_path / "l.onnx"), dynamo=False)
+    assert calls == [True]  # the default (dynamo) call went to torch, the dynamo=False one to us
+    assert onnx.load(str(tmp_path / "l.onnx")).producer_name == PRODUCER_NAME
+    assert torch.onnx.export is torch_export
