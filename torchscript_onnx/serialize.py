@@ -5,10 +5,16 @@ hand as a ``GraphProto.initializer`` field whose ``raw_data`` bytes come from th
 memory. The protobuf wire format allows exactly this (the graph field's length is known up front),
 so no copy of the weights is ever built in memory. Paths are written atomically: a temporary file
 in the same folder, renamed over the target only when complete.
+
+A model of 2 GiB or more (protobuf's limit) keeps its weights as external data: the tensors' bytes
+in one file next to the model, ``<model file name>.data``, each at an aligned offset, and the
+initializers in the model refer to them by location, offset and length. Both files are written to
+temporaries and renamed only when both are complete.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tempfile
@@ -33,6 +39,15 @@ _LEN = 2  # protobuf wire type of length-delimited fields
 _MODEL_GRAPH = 7  # ModelProto.graph
 _GRAPH_INITIALIZER = 5  # GraphProto.initializer
 _TENSOR_RAW_DATA = 9  # TensorProto.raw_data
+
+# Protobuf refuses messages of 2 GiB and more: a model that large keeps its weights in a data file.
+PROTOBUF_LIMIT = 2**31
+# In a data file: tensors under this many bytes stay inline (onnx's size_threshold), the others
+# start at a multiple of ALIGNMENT (64 KiB, Windows' allocation granularity) or, under that size,
+# of PAGE_SIZE, so that onnxruntime can memory-map them.
+EXTERNAL_THRESHOLD = 1024
+ALIGNMENT = 1 << 16
+PAGE_SIZE = 4096
 
 
 def _varint(n: int) -> bytes:
@@ -147,54 +162,125 @@ def model_proto_without_weights(graph: Graph, opset: int, custom_domains: dict[s
     return model
 
 
-def _initializer_chunks(graph: Graph) -> Iterator[tuple[bytes, Iterator[memoryview]]]:
-    """(field header, raw byte pieces) per initializer; together one GraphProto.initializer field.
+# -- initializers: inline raw data or external data -------------------------------------------------
 
-    A lazy tensor's pieces are computed one row block at a time, each freed once written.
-    """
+
+@dataclasses.dataclass
+class _Initializer:
+    """One ``GraphProto.initializer`` field as written: ``prefix`` (the field's key and length and the
+    tensor's header) followed by ``nbytes`` raw bytes inline, or, when ``offset`` is set, nothing
+    more: the bytes go to the data file at ``offset``."""
+
+    tensor: torch.Tensor | LazyTensor
+    prefix: bytes
+    nbytes: int
+    offset: int | None = None
+
+    @property
+    def field_size(self) -> int:
+        return len(self.prefix) + (self.nbytes if self.offset is None else 0)
+
+    def pieces(self) -> Iterator[memoryview]:
+        """The raw bytes; a lazy tensor's one row block at a time, each freed once written."""
+        if isinstance(self.tensor, LazyTensor):
+            return (_tensor_bytes(rows) for rows in self.tensor.chunks())
+        return iter((_tensor_bytes(self.tensor),))
+
+
+def _aligned(offset: int, nbytes: int) -> int:
+    step = ALIGNMENT if nbytes >= ALIGNMENT else PAGE_SIZE
+    return -(-offset // step) * step
+
+
+def _layout(graph: Graph, location: str | None) -> list[_Initializer]:
+    """The initializers' fields: all inline (``location`` None), or those of ``EXTERNAL_THRESHOLD``
+    bytes and more as references into the data file ``location``, one after another, aligned."""
+    fields = []
+    end = 0
     for name, tensor in graph.initializers.items():
-        header = onnx.TensorProto(name=name, data_type=dtypes.to_onnx(tensor.dtype),
-                                  dims=list(tensor.shape)).SerializeToString()
-        if isinstance(tensor, LazyTensor):
-            nbytes = tensor.numel() * tensor.element_size()
-            pieces = (_tensor_bytes(rows) for rows in tensor.chunks())
+        nbytes = tensor.numel() * tensor.element_size()
+        header = onnx.TensorProto(name=name, data_type=dtypes.to_onnx(tensor.dtype), dims=list(tensor.shape))
+        if location is not None and nbytes >= EXTERNAL_THRESHOLD:
+            offset = _aligned(end, nbytes)
+            end = offset + nbytes
+            header.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", str(offset)), ("length", str(nbytes))):
+                header.external_data.append(onnx.StringStringEntryProto(key=key, value=value))
+            body = header.SerializeToString()
+            fields.append(_Initializer(tensor, _key(_GRAPH_INITIALIZER) + _varint(len(body)) + body, nbytes, offset))
         else:
-            raw = _tensor_bytes(tensor)
-            nbytes, pieces = raw.nbytes, iter((raw,))
-        body_len = len(header) + len(_key(_TENSOR_RAW_DATA)) + len(_varint(nbytes)) + nbytes
-        yield _key(_GRAPH_INITIALIZER) + _varint(body_len) + header + _key(_TENSOR_RAW_DATA) + _varint(nbytes), pieces
+            body = header.SerializeToString() + _key(_TENSOR_RAW_DATA) + _varint(nbytes)
+            fields.append(_Initializer(tensor, _key(_GRAPH_INITIALIZER) + _varint(len(body) + nbytes) + body, nbytes))
+    return fields
 
 
-def _initializer_field_sizes(graph: Graph) -> int:
-    total = 0
-    for name, tensor in graph.initializers.items():
-        header = onnx.TensorProto(name=name, data_type=dtypes.to_onnx(tensor.dtype),
-                                  dims=list(tensor.shape)).ByteSize()
-        nbytes = tensor.numel() * tensor.element_size() if not tensor.is_quantized else tensor.numel()
-        body = header + len(_key(_TENSOR_RAW_DATA)) + len(_varint(nbytes)) + nbytes
-        total += len(_key(_GRAPH_INITIALIZER)) + len(_varint(body)) + body
-    return total
+def _model_size(model: onnx.ModelProto, initializers: list[_Initializer]) -> int:
+    """The bytes ``write_model`` writes for ``model`` plus ``initializers``, computed without writing."""
+    graph_size = model.graph.ByteSize()
+    rest = model.ByteSize() - (len(_key(_MODEL_GRAPH)) + len(_varint(graph_size)) + graph_size
+                               if model.HasField("graph") else 0)
+    graph_size += sum(field.field_size for field in initializers)
+    return rest + len(_key(_MODEL_GRAPH)) + len(_varint(graph_size)) + graph_size
 
 
-def write_model(model: onnx.ModelProto, graph: Graph, stream) -> None:
-    """Write ``model`` (whose graph has no initializers) plus ``graph``'s initializers to ``stream``."""
+def _write_raw(stream, field: _Initializer) -> None:
+    written = 0
+    for raw in field.pieces():
+        stream.write(raw)
+        written += raw.nbytes
+    if written != field.nbytes:  # the header promised nbytes: a mismatch would corrupt the file
+        raise RuntimeError(f"initializer gave {written} bytes, {field.nbytes} expected ({field.tensor!r:.80})")
+
+
+def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list[_Initializer] | None = None) -> None:
+    """Write ``model`` (whose graph has no initializers) plus ``graph``'s initializers to ``stream``:
+    inline by default, or as laid out by ``_layout`` (``write_data`` writes the external ones)."""
+    if initializers is None:
+        initializers = _layout(graph, None)
     graph_bytes = model.graph.SerializeToString()
     rest = onnx.ModelProto()
     rest.CopyFrom(model)
     rest.ClearField("graph")
     stream.write(rest.SerializeToString())
-    stream.write(_key(_MODEL_GRAPH) + _varint(len(graph_bytes) + _initializer_field_sizes(graph)))
+    stream.write(_key(_MODEL_GRAPH) + _varint(len(graph_bytes) + sum(field.field_size for field in initializers)))
     stream.write(graph_bytes)
-    for header, pieces in _initializer_chunks(graph):
-        stream.write(header)
-        for raw in pieces:
-            stream.write(raw)
+    for field in initializers:
+        stream.write(field.prefix)
+        if field.offset is None:
+            _write_raw(stream, field)
+
+
+def write_data(initializers: list[_Initializer], stream) -> None:
+    """The external initializers' bytes, each at its offset (zero padding in between)."""
+    end = 0
+    for field in initializers:
+        if field.offset is None:
+            continue
+        stream.write(bytes(field.offset - end))
+        _write_raw(stream, field)
+        end = field.offset + field.nbytes
+
+
+def _size_text(size: int) -> str:
+    return f"{size / 2**30:.2f} GiB ({size} bytes)"
 
 
 def to_bytes(model: onnx.ModelProto, graph: Graph) -> bytes:
+    """The model with its weights as one serialized ModelProto (protobuf's limit: under 2 GiB)."""
+    initializers = _layout(graph, None)
+    size = _model_size(model, initializers)
+    if size >= PROTOBUF_LIMIT:
+        raise ValueError(
+            f"the model with its weights is {_size_text(size)}, over protobuf's 2 GiB limit for one "
+            "ModelProto, so it cannot be returned as bytes or as an onnx.ModelProto; save it to a path "
+            "instead (export(..., f='model.onnx')), which writes the weights as external data"
+        )
     buffer = io.BytesIO()
-    write_model(model, graph, buffer)
+    write_model(model, graph, buffer, initializers)
     return buffer.getvalue()
+
+
+# -- files --------------------------------------------------------------------------------------------
 
 
 def _umask() -> int:
@@ -203,19 +289,124 @@ def _umask() -> int:
     return mask
 
 
-def save(model: onnx.ModelProto, graph: Graph, f) -> None:
-    """Write to a path atomically, or to a binary file-like object."""
-    if isinstance(f, (str, os.PathLike)):
-        path = os.fspath(f)
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".torchscript-onnx-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as stream:
-                write_model(model, graph, stream)
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
+def _is_path(f) -> bool:
+    return isinstance(f, (str, os.PathLike))
+
+
+def check_external_data(f, external_data) -> None:
+    """The checks of ``save``'s ``external_data`` that need no model: callers run them before any work."""
+    if external_data is not None and not isinstance(external_data, bool):
+        raise TypeError(
+            f"external_data must be None (automatic: external only over 2 GiB), True or False; got {external_data!r}"
+        )
+    if external_data and not _is_path(f):
+        got = "None" if f is None else f"a {type(f).__name__}"
+        raise ValueError(
+            f"external_data=True writes the weights to a second file next to the model, so f must be a "
+            f"path (str or os.PathLike); got f={got}. Pass a path, or external_data=None/False for one "
+            "self-contained model"
+        )
+
+
+def _temp_file(folder: str, temps: list[str]) -> tuple[int, str]:
+    fd, tmp = tempfile.mkstemp(prefix=".torchscript-onnx-", suffix=".tmp", dir=folder)
+    temps.append(tmp)
+    return fd, tmp
+
+
+def _write_temp(folder: str, temps: list[str], write) -> str:
+    fd, tmp = _temp_file(folder, temps)
+    with os.fdopen(fd, "wb") as stream:
+        write(stream)
+    os.chmod(tmp, 0o666 & ~_umask())
+    return tmp
+
+
+def _rename(tmp: str, target: str, temps: list[str]) -> None:
+    os.replace(tmp, target)
+    temps.remove(tmp)
+
+
+def _save_single(model: onnx.ModelProto, graph: Graph, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    temps: list[str] = []
+    try:
+        tmp = _write_temp(folder, temps, lambda stream: write_model(model, graph, stream))
+        _rename(tmp, path, temps)
+    finally:
+        for tmp in temps:
             os.unlink(tmp)
-            raise
+
+
+def _save_external(model: onnx.ModelProto, graph: Graph, path: str) -> None:
+    """The model file plus ``<its name>.data`` next to it, both complete before either is renamed
+    into place; if the second rename fails, the data file it replaced is put back."""
+    folder = os.path.dirname(os.path.abspath(path))
+    data_name = os.path.basename(path) + ".data"
+    data_path = os.path.join(folder, data_name)
+    initializers = _layout(graph, data_name)
+    size = _model_size(model, initializers)
+    if size >= PROTOBUF_LIMIT:
+        raise ValueError(
+            f"the model is {_size_text(size)} even with its weights as external data, over protobuf's "
+            "2 GiB limit (large constants in node attributes?)"
+        )
+    if not any(field.offset is not None for field in initializers):  # nothing large enough to move out
+        _save_single(model, graph, path)
         return
-    write_model(model, graph, f)
+    if os.path.isdir(data_path):
+        raise IsADirectoryError(f"the external data file {data_path!r} would replace a directory")
+    temps: list[str] = []
+    try:
+        data_tmp = _write_temp(folder, temps, lambda stream: write_data(initializers, stream))
+        model_tmp = _write_temp(folder, temps, lambda stream: write_model(model, graph, stream, initializers))
+        backup = None
+        if os.path.lexists(data_path):
+            fd, backup = _temp_file(folder, temps)
+            os.close(fd)
+            os.replace(data_path, backup)
+        try:
+            _rename(data_tmp, data_path, temps)
+            _rename(model_tmp, path, temps)
+        except BaseException:
+            if backup is not None:
+                _rename(backup, data_path, temps)
+            elif data_tmp not in temps:
+                os.unlink(data_path)
+            raise
+    finally:
+        for tmp in temps:
+            os.unlink(tmp)
+
+
+def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = None) -> None:
+    """Write the model to a path, atomically, or to a binary file-like object.
+
+    ``external_data``: None (default) writes one self-contained file unless it would reach
+    protobuf's 2 GiB limit, then external data; True always external data; False never (a model
+    over the limit is an error). External data: every tensor of ``EXTERNAL_THRESHOLD`` bytes or more
+    goes to ``<model file name>.data`` next to the model, each at an aligned offset; it needs ``f``
+    to be a path. Every check runs before anything is written.
+    """
+    check_external_data(f, external_data)
+    if not external_data:
+        size = _model_size(model, _layout(graph, None))
+        if size >= PROTOBUF_LIMIT:
+            if external_data is False:
+                raise ValueError(
+                    f"the model with its weights is {_size_text(size)}, over protobuf's 2 GiB limit for "
+                    "one file: pass external_data=True (or leave it None) to write the weights to a "
+                    "data file next to the model"
+                )
+            if not _is_path(f):
+                raise ValueError(
+                    f"the model with its weights is {_size_text(size)}, over protobuf's 2 GiB limit for "
+                    f"one file, so its weights must go to a data file next to the model; f is a "
+                    f"{type(f).__name__}: pass a path (str or os.PathLike) instead"
+                )
+            external_data = True
+    if _is_path(f):
+        path = os.fsdecode(os.fspath(f))
+        (_save_external if external_data else _save_single)(model, graph, path)
+    else:
+        write_model(model, graph, f)
