@@ -653,11 +653,17 @@ def pixel_shuffle(g, self, upscale_factor):
         sh.value_error("pixel_shuffle: only 4-D inputs are supported", self)
     if g.opset >= 11:
         return g.op("DepthToSpace", self, blocksize_i=upscale_factor, mode_s="CRD")
+    r = upscale_factor
     dims = sh.static_sizes(self)
     if dims is None:
-        sh.value_error("pixel_shuffle before opset 11 needs static sizes (or opset_version>=11)", self)
+        # Runtime sizes: Reshape's 0 copies the dim at the same position, so unit dims are
+        # inserted to keep h and w where the copies need them; no Shape arithmetic.
+        spread = g.op("Reshape", onnx_ops.unsqueeze(g, self, [2, 3]), _ints(g, [0, -1, r, r, 0, 0]))
+        moved = g.op("Transpose", spread, perm_i=[0, 1, 4, 2, 5, 3])  # n, c', h, r, w, r
+        rows = g.op("Reshape", moved, _ints(g, [0, 0, -1, 1, 0, 0]))  # n, c', h*r, 1, w, r
+        cols = g.op("Reshape", rows, _ints(g, [0, 0, 0, 0, -1, 1]))  # n, c', h*r, 1, w*r, 1
+        return onnx_ops.squeeze(g, cols, [3, 5])
     n, c, h, w = dims
-    r = upscale_factor
     split = g.op("Reshape", self, g.constant([n, c // (r * r), r, r, h, w], torch.int64))
     moved = g.op("Transpose", split, perm_i=[0, 1, 4, 2, 5, 3])
     return g.op("Reshape", moved, g.constant([n, c // (r * r), h * r, w * r], torch.int64))
@@ -670,11 +676,20 @@ def pixel_unshuffle(g, self, downscale_factor):
     # Not SpaceToDepth: that orders the output channels block-major, torch channel-major.
     if self.rank != 4:
         sh.value_error("pixel_unshuffle: only 4-D inputs are supported", self)
+    r = downscale_factor
     dims = sh.static_sizes(self)
     if dims is None:
-        sh.value_error("pixel_unshuffle needs static sizes", self)
+        # As in pixel_shuffle: unit dims keep every copied (0) dim at its input position.
+        rows = g.op("Reshape", onnx_ops.unsqueeze(g, self, [3]), _ints(g, [0, 0, -1, r, 0]))  # n, c, h/r, r, w
+        cols = g.op("Reshape", rows, _ints(g, [0, 0, 0, 0, -1, r]))  # n, c, h/r, r, w/r, r
+        moved = g.op("Transpose", cols, perm_i=[0, 1, 3, 5, 2, 4])  # n, c, r, r, h/r, w/r
+        merged = g.op("Reshape", moved, _ints(g, [0, -1, 1, 1, 0, 0]))  # n, c*r*r, 1, 1, h/r, w/r
+        return onnx_ops.squeeze(g, merged, [2, 3])
     n, c, h, w = dims
-    r = downscale_factor
     split = g.op("Reshape", self, g.constant([n, c, h // r, r, w // r, r], torch.int64))
     moved = g.op("Transpose", split, perm_i=[0, 1, 3, 5, 2, 4])
     return g.op("Reshape", moved, g.constant([n, c * r * r, h // r, w // r], torch.int64))
+
+
+def _ints(g, values):
+    return g.constant(list(values), torch.int64)
