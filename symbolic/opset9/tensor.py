@@ -459,18 +459,37 @@ def _tile(g, self: Value, repeats: list[int]) -> Value:
     return g.op("Tile", self, g.constant(repeats, torch.int64))
 
 
+def _tile_runtime(g, self: Value, repeats: Value) -> Value:
+    """Tile by repeats known only at runtime (a list with runtime elements or a 1-D tensor)."""
+    rank = require_rank("repeat", self)
+    if repeats.elements is not None:
+        if len(repeats.elements) > rank:
+            self = onnx_ops.unsqueeze(g, self, list(range(len(repeats.elements) - rank)))
+        return g.op("Tile", self, onnx_ops.cast(g, g.materialize(repeats), torch.int64))
+    # The number of repeats is runtime too: Expand to that many leading ones gives the rank.
+    repeats = onnx_ops.cast(g, repeats, torch.int64)
+    ones = g.op("ConstantOfShape", g.op("Shape", repeats), value_t=torch.ones(1, dtype=torch.int64))
+    return g.op("Tile", g.op("Expand", self, ones), repeats)
+
+
 @_onnx_symbolic("aten::repeat")
-@sh.parse_args("v", "is")
 def repeat(g, self, repeats):
     """repeat(Tensor self, SymInt[] repeats) -> Tensor"""
-    return _tile(g, self, repeats)
+    if sh.const(repeats) is sh.UNKNOWN:
+        return _tile_runtime(g, self, repeats)
+    return _tile(g, self, sh._get_const(repeats, "is", "repeats"))
 
 
 @_onnx_symbolic("aten::tile")
-@sh.parse_args("v", "is")
 def tile(g, self, dims):
     """tile(Tensor self, SymInt[] dims) -> Tensor"""
     rank = require_rank("tile", self)
+    if sh.const(dims) is sh.UNKNOWN:
+        if dims.elements is None:
+            sh.value_error("tile: dims known only at runtime need a known count", dims)
+        ones = [Value("", const=1)] * (rank - len(dims.elements))
+        return _tile_runtime(g, self, Value("", elements=ones + list(dims.elements)))
+    dims = sh._get_const(dims, "is", "dims")
     return _tile(g, self, [1] * (rank - len(dims)) + list(dims))
 
 
