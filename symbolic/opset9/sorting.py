@@ -131,7 +131,9 @@ def one_hot(g, self, num_classes=None):
     """one_hot(Tensor self, int num_classes=-1) -> Tensor"""
     need_opset_9(g, "one_hot")
     classes = _int_const(num_classes, -1)
-    if classes == -1:
+    if classes is sh.UNKNOWN:  # a runtime number of classes, e.g. a size under dynamic axes
+        depth = onnx_ops.cast(g, num_classes, torch.int64)
+    elif classes == -1:
         top = onnx_ops.reduce(g, "ReduceMax", self, None, False)
         depth = g.op("Add", top, g.constant(1, torch.int64))
     else:
