@@ -272,16 +272,19 @@ def _dim_arange(g, like, dim):
 def linspace(g, start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
     """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor"""
     out_dtype = creation_dtype(g, dtype)
-    n = sh._get_const(steps, "i", "steps")
+    n = _number(steps)
     first, last = _number(start), _number(end)
-    if first is not sh.UNKNOWN and last is not sh.UNKNOWN:
-        return g.constant(torch.linspace(first, last, n, dtype=out_dtype))
+    if sh.UNKNOWN not in (first, last, n):
+        return g.constant(torch.linspace(first, last, int(n), dtype=out_dtype))
     if g.opset < 9:
-        sh.value_error("linspace with bounds known only at runtime needs opset 9 or higher (pass opset_version=9)",
-                       start)
+        sh.value_error("linspace with arguments known only at runtime needs opset 9 or higher (pass "
+                       "opset_version=9)", start)
     # torch steps from both ends: start + i * step in the first half, end - (n - 1 - i) * step after.
     compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float64
     a, b = _scalar(g, start, compute), _scalar(g, end, compute)
+    if n is sh.UNKNOWN:
+        return _linspace_runtime_steps(g, a, b, _scalar(g, steps, torch.int64), compute, out_dtype)
+    n = int(n)
     if n == 1:
         return onnx_ops.cast(g, onnx_ops.unsqueeze(g, a, [0]), out_dtype)
     step = g.op("Div", g.op("Sub", b, a), g.constant(n - 1, compute))
@@ -289,6 +292,21 @@ def linspace(g, start, end, steps, dtype=None, layout=None, device=None, pin_mem
     low = g.op("Add", a, g.op("Mul", g.constant(index), step))
     high = g.op("Sub", b, g.op("Mul", g.constant(n - 1 - index), step))
     out = g.op("Where", g.constant(index < n // 2), low, high)
+    return onnx_ops.cast(g, out, out_dtype)
+
+
+def _linspace_runtime_steps(g, a, b, n, compute, out_dtype) -> Value:
+    """linspace with a runtime number of steps; one step gives [start] as in torch."""
+    one = onnx_ops.cast(g, g.op("Equal", n, g.constant(1, torch.int64)), torch.int64)
+    # n - 1 intervals (1 when n == 1, so nothing divides by 0); the first half is (n + [n == 1]) // 2.
+    intervals = g.op("Add", g.op("Sub", n, g.constant(1, torch.int64)), one)
+    half = g.op("Div", g.op("Add", n, one), g.constant(2, torch.int64))
+    step = g.op("Div", g.op("Sub", b, a), onnx_ops.cast(g, intervals, compute))
+    index = arange_between(g, 0, n, 1, torch.int64)
+    low = g.op("Add", a, g.op("Mul", onnx_ops.cast(g, index, compute), step))
+    back = onnx_ops.cast(g, g.op("Sub", g.op("Sub", n, g.constant(1, torch.int64)), index), compute)
+    high = g.op("Sub", b, g.op("Mul", back, step))
+    out = g.op("Where", g.op("Less", index, half), low, high)
     return onnx_ops.cast(g, out, out_dtype)
 
 
