@@ -297,3 +297,46 @@ def test_data_path_that_is_a_directory_refuses(tmp_path):
     with pytest.raises(IsADirectoryError, match="m.onnx.data"):
         serialize.save(exported.model, exported.graph, tmp_path / "m.onnx", external_data=True)
     assert os.listdir(tmp_path) == ["m.onnx.data"]
+
+
+# -- through export ------------------------------------------------------------------------------------
+
+
+class CountingMlp(Mlp):
+    """Counts forward calls, to prove a refusal came before any work."""
+
+    calls = 0
+
+    def forward(self, x):
+        CountingMlp.calls += 1
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("over_limit", [False, True], ids=["external_data=True", "default_over_limit"])
+def test_export_writes_the_pair(over_limit, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    model, inputs = Mlp().eval(), (torch.randn(3, 64),)
+    path = tmp_path / "m.onnx"
+    if over_limit:
+        monkeypatch.setattr(serialize, "PROTOBUF_LIMIT", SMALL_LIMIT)
+        tso.export(model, inputs, path)
+    else:
+        tso.export(model, inputs, path, external_data=True)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    onnx.checker.check_model(os.fspath(path))
+    assert _external(onnx.load(os.fspath(path), load_external_data=False))
+    _check_matches_eager(path, model, inputs)
+
+
+@pytest.mark.parametrize("f", [io.BytesIO, lambda: None], ids=["BytesIO", "None"])
+def test_export_external_data_true_without_a_path_refuses_before_work(f):
+    CountingMlp.calls = 0
+    with pytest.raises(ValueError, match="path"):
+        tso.export(CountingMlp().eval(), (torch.randn(3, 64),), f(), external_data=True)
+    assert CountingMlp.calls == 0
+
+
+def test_export_returning_a_proto_over_the_limit_refuses(monkeypatch):
+    monkeypatch.setattr(serialize, "PROTOBUF_LIMIT", SMALL_LIMIT)
+    with pytest.raises(ValueError, match="2 GiB limit.*save it to a path"):
+        tso.export(Mlp().eval(), (torch.randn(3, 64),), None)
