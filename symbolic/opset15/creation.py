@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchscript_onnx import dtypes
 
 from .. import onnx_ops
+from ..opset9.creation import typed_sample
 from ..opset9.creation import bernoulli as bernoulli_by_scalar
 from ..registry import onnx_symbolic
 
@@ -20,5 +21,5 @@ def bernoulli(g, self, p=None, generator=None):
     out_dtype = g.output_dtype() or self.dtype
     if not dtypes.is_floating(self.dtype):
         return bernoulli_by_scalar(g, self, p, generator)
-    sample = g.op("Bernoulli", self, dtype_i=dtypes.to_onnx(self.dtype))
+    sample = typed_sample(g.op("Bernoulli", self, dtype_i=dtypes.to_onnx(self.dtype)), self.dtype, self.shape)
     return onnx_ops.cast(g, sample, out_dtype)

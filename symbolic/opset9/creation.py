@@ -447,16 +447,27 @@ def random_of_size(g, kind: str, size, dtype: torch.dtype, **attrs) -> Value:
     sample = _random_type(dtype)
     dims = static_shape(size)
     if dims is not None:
-        out = g.op(kind, shape_i=dims, dtype_i=dtypes.to_onnx(sample), **attrs)
+        out = typed_sample(g.op(kind, shape_i=dims, dtype_i=dtypes.to_onnx(sample), **attrs), sample, dims)
     else:
         template = filled(g, size, 0, sample)
-        out = g.op(kind + "Like", template, dtype_i=dtypes.to_onnx(sample), **attrs)
+        out = typed_sample(g.op(kind + "Like", template, dtype_i=dtypes.to_onnx(sample), **attrs), sample, template.shape)
     return onnx_ops.cast(g, out, dtype)
 
 
 def random_like(g, kind: str, self: Value, dtype: torch.dtype, **attrs) -> Value:
     sample = _random_type(dtype)
-    return onnx_ops.cast(g, g.op(kind + "Like", self, dtype_i=dtypes.to_onnx(sample), **attrs), dtype)
+    out = typed_sample(g.op(kind + "Like", self, dtype_i=dtypes.to_onnx(sample), **attrs), sample, self.shape)
+    return onnx_ops.cast(g, out, dtype)
+
+
+def typed_sample(out: Value, dtype: torch.dtype, shape) -> Value:
+    """The Random* ops have no shape rule (their type is an attribute): state it here, or a
+    scripted graph (no traced types) leaves the sample untyped for the ops that follow."""
+    if out.dtype is None:
+        out.dtype = dtype
+    if out.shape is None and shape is not None:
+        out.shape = tuple(shape)
+    return out
 
 
 @_onnx_symbolic("aten::rand")
@@ -518,14 +529,15 @@ def randint_like(g, self, *args):
         low, high, dtype = 0, args[0], args[1] if len(args) > 1 else None
     out_dtype = creation_dtype(g, dtype, self.dtype)
     lo, hi = float(sh._get_const(low, "f", "low")), float(sh._get_const(high, "f", "high"))
-    uniform = g.op("RandomUniformLike", self, dtype_i=dtypes.to_onnx(torch.float64), low_f=lo, high_f=hi)
+    uniform = typed_sample(g.op("RandomUniformLike", self, dtype_i=dtypes.to_onnx(torch.float64), low_f=lo, high_f=hi),
+                     torch.float64, self.shape)
     return _random_integers(g, uniform, out_dtype)
 
 
 def bernoulli_by_uniform(g, probs: Value, like: Value, dtype: torch.dtype) -> Value:
     """1 where a uniform sample falls below the probability, else 0."""
     sample = _random_type(probs.dtype if isinstance(probs, Value) and probs.dtype in _RANDOM_TYPES else dtype)
-    uniform = g.op("RandomUniformLike", like, dtype_i=dtypes.to_onnx(sample))
+    uniform = typed_sample(g.op("RandomUniformLike", like, dtype_i=dtypes.to_onnx(sample)), sample, like.shape)
     return onnx_ops.cast(g, g.op("Less", uniform, onnx_ops.cast(g, probs, sample)), dtype)
 
 

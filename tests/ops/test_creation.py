@@ -150,6 +150,13 @@ CASES = [
     Case("uniform_inplace", lambda x: x.clone().uniform_(-1, 1), f32(2, 3), check_values=False),
     Case("multinomial", lambda x: torch.multinomial(torch.softmax(x, 1), 4, True), f32(2, 5), check_values=False),
     Case("multinomial_1d", lambda x: torch.multinomial(x.abs() + 0.1, 1), f32(5), check_values=False),
+    # a sample as the second operand of the next op: its dtype must be known without a traced type
+    Case("rand_operand", lambda x: x + torch.rand(2, 3), f32(2, 3), check_values=False),
+    Case("randn_like_operand", lambda x: x * torch.randn_like(x), f32(2, 3), check_values=False),
+    Case("randint_operand", lambda x: x + torch.randint(0, 5, (2, 3)), f32(2, 3), check_values=False),
+    Case("bernoulli_operand", lambda x: x * torch.bernoulli(torch.sigmoid(x)), f32(2, 3), check_values=False,
+         opsets=(15,)),
+    Case("normal_size_operand", lambda x: x - torch.normal(0.0, 1.0, (2, 3)), f32(2, 3), check_values=False),
 ]
 
 
@@ -171,3 +178,14 @@ def test_creation(case, opset):
 @pytest.mark.parametrize("case, opset", below_min_params(CASES))
 def test_creation_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+# Scripted graphs carry no traced dtypes: a dtype=None argument means torch's default (float) for
+# the factories and the input's dtype for the *_like ops; the random ops' samples must stay typed.
+# normal_(0, 3)/uniform_(-1, 1) pass ints where TorchScript wants floats: those do not compile.
+SCRIPTED = [case for case in CASES if not case.check_values and not case.name.endswith("_inplace")]
+
+
+@pytest.mark.parametrize("case, opset", params(SCRIPTED))
+def test_creation_scripted(case, opset):
+    run_case(case, opset, script=True)
