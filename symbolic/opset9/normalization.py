@@ -74,3 +74,21 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled):
         out = g.op("Add", out, per_channel(g, bias, rank))
     return out
 
+
+
+@_onnx_symbolic("aten::_weight_norm")
+@sh.parse_args("v", "v", "i")
+def _weight_norm(g, v, g_, dim=0):
+    """_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor"""
+    # v * (g / ||v||), the L2 norm over every dim but ``dim``; nn.utils.weight_norm(dim=None)
+    # passes -1, which torch reads as "over all dims", not as the last dim.
+    from .reduction import reduce
+
+    rank = v.rank
+    if rank is None:
+        sh.value_error("_weight_norm: the weight rank must be known", v)
+    axes = list(range(rank))
+    if dim != -1:
+        axes.remove(dim + rank if dim < 0 else dim)
+    norm = reduce(g, "ReduceL2", v, axes, True)
+    return g.op("Mul", v, g.op("Div", g_, norm))

@@ -95,8 +95,25 @@ for _case in CASES:
         _case.opsets = (21,)
     if _case.name.startswith("normalize"):  # F.normalize calls expand_as: ONNX Expand from opset 8
         _case.min_opset = 8
-CASES += [
+
+
+def weight_norm(layer: nn.Module, dim, parametrized: bool = False) -> nn.Module:
+    """``layer`` with its weight as g * v / ||v|| (aten::_weight_norm in the graph)."""
+    if parametrized:
+        return nn.utils.parametrizations.weight_norm(layer, dim=dim)
+    return nn.utils.weight_norm(layer, dim=dim)
+
+
+# ReduceL2 takes its axes as an input from opset 18.
+WEIGHT_NORM = [
+    Case("weight_norm-linear-dim0", weight_norm(nn.Linear(3, 4), 0), randn(2, 3), opsets=(18,)),
+    Case("weight_norm-conv1d-dim2", weight_norm(nn.Conv1d(3, 4, 3), 2), randn(2, 3, 6), opsets=(18,)),
+    Case("weight_norm-conv2d-all-dims", weight_norm(nn.Conv2d(2, 3, 2), None), randn(1, 2, 4, 4), opsets=(18,)),
+    Case("weight_norm-conv1d-negative-dim", weight_norm(nn.Conv1d(3, 4, 3), -2), randn(2, 3, 6), opsets=(18,)),
+    Case("weight_norm-parametrized", weight_norm(nn.Conv1d(3, 4, 5, padding=2, groups=1), 2, parametrized=True),
+         randn(2, 3, 7), opsets=(18,)),
 ]
+CASES += WEIGHT_NORM
 
 
 @pytest.mark.parametrize("case,opset", params(CASES))
@@ -107,6 +124,25 @@ def test_normalization(case, opset):
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
 def test_normalization_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+def weight_norm_of_inputs(dim: int):
+    """torch._weight_norm on graph inputs (weight_norm's hooks do not script; the op does)."""
+    source = f"def fn(v, g):\n    return torch._weight_norm(v, g, {dim})\n"
+    return torch.jit.CompilationUnit(source).fn
+
+
+# (v shape, g shape, dim): g keeps v's size along dim and 1 elsewhere; dim -1 is "all dims"
+WEIGHT_NORM_INPUTS = [((4, 3, 5), (4, 1, 1), 0), ((4, 3, 5), (1, 1, 5), 2), ((4, 3, 5), (1, 3, 1), -2),
+                      ((3, 2), (), -1)]
+
+
+@pytest.mark.parametrize("opset", (9, 18, 26))
+@pytest.mark.parametrize("v_shape,g_shape,dim", WEIGHT_NORM_INPUTS)
+def test_weight_norm_scripted(v_shape, g_shape, dim, opset):
+    case = Case(f"weight_norm-{dim}", weight_norm_of_inputs(dim),
+                lambda: (torch.randn(v_shape), torch.rand(g_shape) + 0.5))
+    run_case(case, opset, script=True)
 
 
 LOWERING = [
