@@ -273,3 +273,49 @@ def test_install_leaves_other_calls_to_torch(tmp_path, monkeypatch):
     assert calls == [True]  # the default (dynamo) call went to torch, the dynamo=False one to us
     assert onnx.load(str(tmp_path / "l.onnx")).producer_name == PRODUCER_NAME
     assert torch.onnx.export is torch_export
+
+
+# -- which inputs stay graph inputs ------------------------------------------------------------
+
+
+class _Pair(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x, y):
+        return self.fn(x, y)
+
+
+# (id, forward of (x, y)): inputs read only for a static size or dtype leave the graph, inputs that
+# legacy reads at runtime (its Shape, a *_like random op) stay, as callers feed inputs by position
+INPUT_USES = [
+    ("zeros_like", lambda x, y: torch.zeros_like(x) + y),
+    ("full_like", lambda x, y: torch.full_like(x, 2.0) + y),
+    ("rand_like", lambda x, y: torch.rand_like(x) * 0 + y),
+    ("expand_as", lambda x, y: y.expand_as(x)),
+    ("reshape_as", lambda x, y: y.reshape_as(x)),
+    ("view_as", lambda x, y: y.view_as(x)),
+    ("new_zeros", lambda x, y: x.new_zeros(x.shape) + y),
+    ("fill_", lambda x, y: x.clone().fill_(3) + y),
+    ("type_as", lambda x, y: y.type_as(x)),
+    ("size", lambda x, y: y.reshape(x.size(0), -1)),
+    ("numel", lambda x, y: y * x.numel()),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(row[1], id=row[0]) for row in INPUT_USES])
+def test_graph_inputs_are_the_ones_legacy_keeps(fn, tmp_path):
+    import io
+
+    args = (torch.randn(2, 3), torch.randn(2, 3))
+    ours = tso.export(_Pair(fn), args, None, opset_version=17)
+    legacy = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Pair(fn), args, legacy, dynamo=False, opset_version=17)
+    assert len(ours.graph.input) == len(onnx.load_from_string(legacy.getvalue()).graph.input)
+    feeds = dict(zip([i.name for i in ours.graph.input], [a.numpy() for a in args[-len(ours.graph.input):]]))
+    (got,) = _run(ours, feeds)
+    if fn is not INPUT_USES[2][1]:  # rand_like: random values
+        np.testing.assert_allclose(got, fn(*args).numpy(), rtol=1e-6, atol=1e-6)

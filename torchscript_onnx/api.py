@@ -199,7 +199,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
         artifacts.step("optimisation")
-    input_indices = _drop_unused_inputs(graph, len(captured.user_inputs))
+    input_indices = _drop_unused_inputs(graph, captured.user_inputs)
     functions = []
     if options.export_modules_as_functions:
         from .functions import extract
@@ -221,7 +221,14 @@ def _conversion_options(model, options: ExportOptions) -> ExportOptions:
     return dataclasses.replace(options, training=training)
 
 
-def _drop_unused_inputs(graph: Graph, n_user_inputs: int) -> list[int]:
+# (op, input position) pairs that keep a user input in the graph even where our lowering needs no
+# more than its static shape: legacy reads these at runtime (Shape of it, or a *_like random op),
+# so its graphs have the input, and callers feed inputs by position.
+LEGACY_RUNTIME_READS = frozenset({("aten::view_as", 1), ("aten::reshape_as", 1), ("aten::expand_as", 1),
+                                  ("aten::rand_like", 0), ("aten::randn_like", 0), ("aten::randint_like", 0)})
+
+
+def _drop_unused_inputs(graph: Graph, user_inputs: list) -> list[int]:
     """Drop graph inputs nothing reads, as the legacy exporter does: user inputs used only in
     Python control flow or for a static size, and (with ``export_params=False``) unused weights.
     Returns the positions of the user inputs that stay."""
@@ -231,7 +238,11 @@ def _drop_unused_inputs(graph: Graph, n_user_inputs: int) -> list[int]:
     def used(value) -> bool:
         return id(value) in used_ids or value.name in used_names
 
-    kept = [k for k, value in enumerate(graph.inputs[:n_user_inputs]) if used(value)]
+    def read_at_runtime_by_legacy(k: int) -> bool:
+        return any((use.user.kind(), use.offset) in LEGACY_RUNTIME_READS for use in user_inputs[k].uses())
+
+    n_user_inputs = len(user_inputs)
+    kept = [k for k, value in enumerate(graph.inputs[:n_user_inputs]) if used(value) or read_at_runtime_by_legacy(k)]
     graph.inputs = [graph.inputs[k] for k in kept] + [v for v in graph.inputs[n_user_inputs:] if used(v)]
     return kept
 

@@ -43,17 +43,24 @@ def _scalar(value, default: float = 1.0):
 
 
 def scaled_sum(g, self: Value, product: Value, beta, alpha) -> Value:
-    """beta * self + alpha * product, as torch's addmm family: beta == 0 ignores self (even NaN)."""
-    b, a = _scalar(beta), _scalar(alpha)
+    """beta * self + alpha * product, as torch's addmm family: a constant beta == 0 ignores self
+    (even NaN). beta and alpha may be runtime scalars (0-d tensors passed as Scalar)."""
     dtype = product.dtype
-    if a != 1:
-        product = g.op("Mul", product, g.constant(a, dtype))
-    if b == 0:
+    product = _scaled(g, product, alpha, dtype)
+    if _scalar(beta) == 0 and _is_constant(beta):
         return product
-    term = onnx_ops.cast(g, self, dtype)
-    if b != 1:
-        term = g.op("Mul", term, g.constant(b, dtype))
-    return g.op("Add", term, product)
+    return g.op("Add", _scaled(g, onnx_ops.cast(g, self, dtype), beta, dtype), product)
+
+
+def _is_constant(value) -> bool:
+    return value is None or sh.const(value, None) is not None
+
+
+def _scaled(g, term: Value, factor, dtype) -> Value:
+    if not _is_constant(factor):
+        return g.op("Mul", term, onnx_ops.cast(g, factor, dtype))
+    scale = _scalar(factor)
+    return term if scale == 1 else g.op("Mul", term, g.constant(scale, dtype))
 
 
 @_onnx_symbolic("aten::mv")

@@ -530,9 +530,13 @@ def linear(g, input, weight, bias):
 @_onnx_symbolic("aten::addmm")
 def addmm(g, self, mat1, mat2, beta=None, alpha=None):
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
-    beta = 1.0 if beta is None else float(sh.const(beta))
-    alpha = 1.0 if alpha is None else float(sh.const(alpha))
-    return g.op("Gemm", mat1, mat2, self, beta_f=beta, alpha_f=alpha)
+    beta_const = 1.0 if beta is None else sh.const(beta)
+    alpha_const = 1.0 if alpha is None else sh.const(alpha)
+    if sh.UNKNOWN in (beta_const, alpha_const):  # 0-d tensors passed as Scalar: scale at runtime
+        from .linalg import matmul_typed, scaled_sum
+
+        return scaled_sum(g, self, matmul_typed(g, mat1, mat2), beta, alpha)
+    return g.op("Gemm", mat1, mat2, self, beta_f=float(beta_const), alpha_f=float(alpha_const))
 
 
 @_onnx_symbolic("aten::matmul")

@@ -39,6 +39,13 @@ CASES = [
     Case("addmv_int", lambda s, m, v: torch.addmv(s, m, v, beta=2, alpha=3), i64((3,), (3, 4), (4,)), min_opset=9),
     Case("baddbmm", lambda s, a, b: torch.baddbmm(s, a, b, beta=0.5, alpha=1.5), f32((2, 3, 5), (2, 3, 4), (2, 4, 5))),
     Case("baddbmm_broadcast_self", torch.baddbmm, f32((5,), (2, 3, 4), (2, 4, 5))),
+    # beta and alpha as 0-d tensor inputs (Scalar arguments at runtime), checked at other values too
+    Case("baddbmm_runtime_scalars", lambda s, a, b, beta, alpha: torch.baddbmm(s, a, b, beta=beta, alpha=alpha),
+         lambda: (*f32((2, 3, 5), (2, 3, 4), (2, 4, 5))(), torch.tensor(3.5), torch.tensor(5)),
+         other_inputs=lambda: [(*f32((2, 3, 5), (2, 3, 4), (2, 4, 5))(), torch.tensor(-0.5), torch.tensor(2))]),
+    Case("addmm_runtime_scalars", lambda s, a, b, beta, alpha: torch.addmm(s, a, b, beta=beta, alpha=alpha),
+         lambda: (*f32((3, 5), (3, 4), (4, 5))(), torch.tensor(0.0), torch.tensor(1.5)),
+         other_inputs=lambda: [(*f32((3, 5), (3, 4), (4, 5))(), torch.tensor(2.0), torch.tensor(-1.0))]),
     Case("addbmm", lambda s, a, b: torch.addbmm(s, a, b, alpha=2.0), f32((3, 5), (2, 3, 4), (2, 4, 5)),
          opsets=REDUCE),
     Case("addbmm_int", torch.addbmm, i64((3, 5), (2, 3, 4), (2, 4, 5)), min_opset=9, opsets=REDUCE),
