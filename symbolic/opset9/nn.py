@@ -532,7 +532,7 @@ def addmm(g, self, mat1, mat2, beta=None, alpha=None):
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
     beta_const = 1.0 if beta is None else sh.const(beta)
     alpha_const = 1.0 if alpha is None else sh.const(alpha)
-    if sh.UNKNOWN in (beta_const, alpha_const):  # 0-d tensors passed as Scalar: scale at runtime
+    if beta_const is sh.UNKNOWN or alpha_const is sh.UNKNOWN:  # 0-d tensors passed as Scalar: scale at runtime
         from .linalg import matmul_typed, scaled_sum
 
         return scaled_sum(g, self, matmul_typed(g, mat1, mat2), beta, alpha)
