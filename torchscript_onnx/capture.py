@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from . import jit_walk
+from .attributes import attributes_restored, lower_attribute_writes
 from .mutation import iter_nodes
 from .options import TrainingMode
 
@@ -351,6 +352,7 @@ def _capture_script(model, args: tuple) -> Captured:
         inputs = list(graph.inputs())
     scopes = _inline_methods(graph, module) if module is not None else {}
     _inline_functions(graph, scopes)
+    written = lower_attribute_writes(graph) if module is not None else set()
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
@@ -362,7 +364,7 @@ def _capture_script(model, args: tuple) -> Captured:
         )
     _specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args),
+                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args, written),
                     scopes=scopes)
 
 
@@ -434,12 +436,13 @@ def _inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
         end.destroy()
 
 
-def _example_outputs(model, args: tuple) -> list[tuple[torch.dtype, int] | None]:
+def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, int] | None]:
     """(dtype, rank) of each flattened output of one run on ``args``: a scripted graph types few of
-    its values, and ONNX needs both for every graph output (the legacy exporter runs it too)."""
+    its values, and ONNX needs both for every graph output (the legacy exporter runs it too).
+    Buffers and the attributes the forward ``written`` are put back after the run."""
     buffers = [(b, b.detach().clone()) for b in model.buffers()] if isinstance(model, torch.nn.Module) else []
     try:
-        with torch.jit.optimized_execution(False):  # one run: JIT profiling and fusion would cost more
+        with torch.jit.optimized_execution(False), attributes_restored(model, written):  # one run: no JIT profiling
             outputs = model(*args)
     except Exception as error:
         raise RuntimeError(f"running the scripted model on args failed, so its outputs cannot be typed: "

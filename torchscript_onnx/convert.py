@@ -222,7 +222,7 @@ class Converter:
                     copy.dtype, copy.shape, copy.sequence = value.dtype, value.shape, True
                     value = copy
                 elif passthrough and not value.sequence:
-                    value = sub.op("Identity", value)
+                    value = _identity(sub, graph, value)
                 outputs.append(value)
         finally:
             self.ctx = outer
@@ -416,6 +416,116 @@ class Converter:
         self.add_outputs()
         self.name_inputs_like_legacy()
         return self.graph
+
+
+def _is_number(name: str) -> bool:
+    return name.isdigit()
+
+
+def _friendly_name(number: int, users) -> str:
+    """What legacy calls a value known only by its number: ``<first reader's kind>_<number>``
+    (``onnx::Conv_0``), or the number when no node of the main graph reads it."""
+    if not users:
+        return str(number)
+    node = users[0]
+    return f"{node.domain or 'onnx'}::{node.op_type}_{number}"
+
+
+def _default_input_name(jit_value: torch._C.Value, k: int) -> str:
+    """A traced input keeps the name the tracer gave it (``input.1``, after the first op's
+    argument), a scripted one its TorchScript name (``x.1``); the others are named once their
+    readers are known (``name_inputs_like_legacy``)."""
+    name = jit_value.debugName()
+    return f"input_{k}" if _is_number(name) else name
+
+
+_LEGACY_INPUT_KEY = re.compile(r".+::.+_(\d+)")
+
+
+def _dynamic_axes_key(dynamic_axes: dict, name: str, k: int) -> str:
+    """The dynamic_axes key that names input ``k`` by its default name: ``name`` itself, or the
+    legacy name it gets after conversion (``onnx::Conv_0``, ``0``), which only its readers decide."""
+    if name in dynamic_axes or not name.startswith("input_"):
+        return name
+    for key in dynamic_axes:
+        match = _LEGACY_INPUT_KEY.fullmatch(key)
+        if key == str(k) or match is not None and int(match.group(1)) == k:
+            return key
+    return name
+
+
+def legacy_numbers(graph: Graph, first: int) -> dict[int, int]:
+    """id(value) -> the number the legacy exporter gives it: its graph inputs (user inputs and
+    parameters) take 0..first-1, then each output of the nodes that the outputs need, in graph
+    order (a node's subgraph inputs and nodes right after its own outputs), as TorchScript's
+    canonical numbering does after dead code is removed. Graph outputs without a user name are
+    named by it."""
+    live: set[int] = set()
+    stack = list(graph.outputs)
+    while stack:
+        value = stack.pop()
+        node = value.producer if value is not None else None
+        if node is None or id(node) in live:
+            continue
+        live.add(id(node))
+        stack += [v for v in node.inputs if v is not None]
+        stack += [v for body in _bodies(node) for v in _body_reads(body)]
+    numbers: dict[int, int] = {}
+    counter = [first]
+
+    def number(values) -> None:
+        for value in values:
+            numbers.setdefault(id(value), counter[0])
+            counter[0] += 1
+
+    def walk(nodes, everything: bool) -> None:
+        for node in nodes:
+            if everything or id(node) in live:
+                number(node.outputs)
+                for body in _bodies(node):
+                    number(body.inputs)
+                    walk(body.nodes, True)
+
+    walk(graph.nodes, False)
+    return numbers
+
+
+def _bodies(node) -> list[Graph]:
+    found = []
+    for kind, value in node.attrs.values():
+        found += [value] if kind == "g" else list(value) if kind == "gs" else []
+    return [b for b in found if isinstance(b, Graph)]
+
+
+def _body_reads(body: Graph) -> list[Value]:
+    """Every value the nodes of ``body`` (and of bodies nested in it) read."""
+    reads = []
+    for node in body.nodes:
+        reads += [v for v in node.inputs if v is not None]
+        for inner in _bodies(node):
+            reads += _body_reads(inner)
+    return reads + list(body.outputs)
+
+
+_NUMBERED_SUFFIX = re.compile(r"\.\d+$")
+
+
+def _default_output_name(hint: str, number: int | None, users) -> str:
+    """Legacy's name for an output: its TorchScript name without the ``.N`` suffix (a scripted
+    ``w.1`` is ``w``), else its number (``191``), spelled ``onnx::Relu_9`` when a node reads it."""
+    if hint and not _is_number(hint):
+        return _NUMBERED_SUFFIX.sub("", hint)
+    if number is None:
+        return hint or "output"
+    return _friendly_name(number, users)
+
+
+def _identity(ctx: GraphContext, graph: Graph, value: Value) -> Value:
+    """An Identity node that stays: ``ctx.op`` would fold the Identity of a constant or weight away,
+    leaving a block or graph output that no node of its own graph produces."""
+    node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source)
+    node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
+    return node.outputs[0]
 
 
 def _name_dims(shape, axes, name: str):

@@ -48,6 +48,9 @@ def static_shape(size) -> list[int] | None:
         raw = raw.tolist()
     if isinstance(raw, int):
         return [raw]
+    if isinstance(raw, (list, tuple)):  # 0-d integer tensors stand for ints in scripted size lists
+        raw = [d.item() if isinstance(d, torch.Tensor) and d.dim() == 0 and not d.is_floating_point() else d
+               for d in raw]
     if isinstance(raw, (list, tuple)) and all(isinstance(d, int) for d in raw):
         return [int(d) for d in raw]
     return None
@@ -62,6 +65,8 @@ def shape_value(g, size) -> Value:
         return g.materialize(size)
     if isinstance(size, Value) and size.rank == 1:
         return onnx_ops.cast(g, size, torch.int64)
+    if isinstance(size, Value) and size.rank == 0:  # one runtime int where int[] is expected (script)
+        return onnx_ops.unsqueeze(g, onnx_ops.cast(g, size, torch.int64), [0])
     sh.value_error("expected a list of sizes", size)
 
 
