@@ -76,12 +76,26 @@ class NestedLoopAndBranch(torch.nn.Module):
         return self.best * 2
 
 
+class TupleAttributes(torch.nn.Module):
+    """Tuple-valued attributes read in forward (unpacked, indexed and passed as an int list)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dims, self.padding = (1, 2), (1,)
+
+    def forward(self, x):
+        first, second = self.dims
+        padded = torch.nn.functional.pad(x, [self.padding[0], self.padding[0]])
+        return torch.linalg.vector_norm(padded, dim=self.dims) + first * second
+
+
 # (id, module, args, other args to run, export options)
 CASES = [
     ("window-length", WindowLength, (torch.randn(10), 10), [], {}),
     ("branch-writes", BranchWrites, (torch.rand(3),), [(-torch.rand(3),)], {}),
     ("loop-writes", LoopWrites, (torch.randn(4, 3),), [(torch.randn(7, 3),), (torch.randn(1, 3),)],
      dict(input_names=["rows"], dynamic_axes={"rows": {0: "n"}})),
+    ("tuple-attributes", TupleAttributes, (torch.randn(2, 3, 4),), [], {}),
     ("loop-and-branch", NestedLoopAndBranch, (torch.randn(5, 2),), [(torch.randn(9, 2),)],
      dict(input_names=["rows"], dynamic_axes={"rows": {0: "n"}})),
 ]

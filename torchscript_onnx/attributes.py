@@ -171,3 +171,31 @@ def _unified(types: list):
         return torch._C.unify_type_list(types)
     except RuntimeError:
         return first
+
+
+def tuple_attributes_to_constants(graph: torch._C.Graph, module) -> None:
+    """Module attributes holding tuples (``self.dim = (1, 2)``) become constant tuple constructs, so
+    torch's tuple lowering, which cannot see through ``prim::GetAttr``, can unpack them."""
+    self_value = next(graph.inputs())
+    for node in jit_walk.all_nodes(graph):
+        if node.kind() != "prim::GetAttr" or not isinstance(node.outputsAt(0).type(), torch._C.TupleType):
+            continue
+        path = _path(node.outputsAt(0), self_value)
+        if path is None:
+            continue
+        value = module
+        for name in path:
+            value = getattr(value, name)
+        if not _constant_tuple(value):
+            continue
+        with graph.insert_point_guard(node):
+            items = [graph.insertConstant(item) for item in value]
+            construct = graph.create("prim::TupleConstruct", items, 1)
+            graph.insertNode(construct)
+        construct.outputsAt(0).setType(node.outputsAt(0).type())
+        node.outputsAt(0).replaceAllUsesWith(construct.outputsAt(0))
+
+
+def _constant_tuple(value) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(item, (bool, int, float, str, type(None), torch.Tensor)) for item in value)

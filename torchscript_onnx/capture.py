@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from . import jit_walk
-from .attributes import attributes_restored, lower_attribute_writes
+from .attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .mutation import iter_nodes
 from .options import TrainingMode
 
@@ -353,6 +353,8 @@ def _capture_script(model, args: tuple) -> Captured:
     scopes = _inline_methods(graph, module) if module is not None else {}
     _inline_functions(graph, scopes)
     written = lower_attribute_writes(graph) if module is not None else set()
+    if module is not None:
+        tuple_attributes_to_constants(graph, module)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
