@@ -360,6 +360,11 @@ def _capture_script(model, args: tuple) -> Captured:
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
         _bind_default(graph, inputs.pop(), arguments[len(inputs)])
+    if len(inputs) != len(flat) and any(isinstance(v.type(), torch._C.TupleType) for v in inputs):
+        # tuple arguments (Tuple[Tensor, Tuple[Tensor, Tensor]]) become one graph input per element,
+        # as args flatten them (and as legacy lays them out)
+        torch._C._jit_pass_lower_all_tuples(graph)
+        inputs = list(graph.inputs())[1:] if module is not None else list(graph.inputs())
     if len(inputs) != len(flat):
         raise TypeError(
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
