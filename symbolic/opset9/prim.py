@@ -168,6 +168,33 @@ def prim_dtype(g, self):
     return Value("", const=dtypes.TORCH_TO_SCALAR_TYPE[self.dtype])
 
 
+@_onnx_symbolic("prim::layout")
+def prim_layout(g, self):
+    """prim::layout(Tensor a) -> Layout: exported tensors are strided (torch.strided is 0)"""
+    return Value("", const=0)
+
+
+@_onnx_symbolic("prim::type")
+def prim_type(g, device):
+    """prim::type(Device self) -> str: the device type ("cpu")"""
+    return Value("", const=device.const.type if isinstance(device.const, torch.device) else "cpu")
+
+
+@_onnx_symbolic("prim::data")
+def prim_data(g, self):
+    """prim::data(Tensor(a) a) -> Tensor(a)"""
+    return self
+
+
+@_onnx_symbolic("prim::tolist")
+def prim_tolist(g, self, dim, elem_type):
+    """prim::tolist(Tensor a, int dim, int elem_type) -> list: a list of at most one dimension stays the
+    tensor it came from (ONNX has no lists of numbers), as in legacy"""
+    if sh.const(dim, None) not in (0, 1):
+        sh.value_error("tolist: only tensors of rank 0 or 1 convert (ONNX has no nested lists)", self)
+    return self
+
+
 @_onnx_symbolic("prim::GetAttr")
 def prim_get_attr(g, obj, **attrs):
     """prim::GetAttr[name=...](module) -> the attribute: a parameter, submodule or Python value."""
@@ -183,6 +210,12 @@ def prim_get_attr(g, obj, **attrs):
 def detach(g, self):
     """aten::detach(Tensor(a) self) -> Tensor(a)"""
     return self
+
+
+@_onnx_symbolic("aten::set_")
+def set_(g, self, source):
+    """set_.source_Tensor(Tensor(a!) self, Tensor source) -> Tensor(a!): self becomes source"""
+    return source
 
 
 @_onnx_symbolic("aten::contiguous")
