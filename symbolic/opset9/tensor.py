@@ -152,14 +152,31 @@ def squeeze(g, self, dim=None):
             return onnx_ops.squeeze(g, self, axes) if axes else self
         return onnx_ops.squeeze(g, self)
     axes = sh.const(dim)
-    axes = axes if isinstance(axes, list) else [axes]
     rank = require_rank("squeeze", self)
+    if axes is sh.UNKNOWN:  # a runtime int dim (scripted): Squeeze takes its axes as an input from 13
+        if g.opset < 13:
+            sh.value_error("squeeze with a dim known only at runtime needs opset 13; pass opset_version=13", dim)
+        rank_value = g.constant(rank, torch.int64)
+        axis = g.op("Mod", g.op("Add", onnx_ops.cast(g, dim, torch.int64), rank_value), rank_value)
+        result = _squeeze_if_one(g, self, axis)
+        result.shape = (None,) * _traced_rank(g, rank)
+        return result
+    axes = axes if isinstance(axes, list) else [axes]
     axes = sorted({axis % rank if rank else axis for axis in axes})
     ones = [axis for axis in axes if dims[axis] == 1]
     unknown = [axis for axis in axes if not isinstance(dims[axis], int)]
+    if unknown and g.opset >= 11:
+        # torch squeezes a dim only when it is 1 at runtime: an If per such dim, as legacy does;
+        # later conversions see the rank the trace had
+        traced = _traced_rank(g, rank - len(ones))
+        result = onnx_ops.squeeze(g, self, ones) if ones else self
+        for axis in sorted(unknown, reverse=True):
+            result = _squeeze_if_one(g, result, axis - sum(1 for one in ones if one < axis))
+        result.shape = (None,) * traced
+        return result
     if unknown:
-        # torch squeezes a dim only when it is 1; ONNX Squeeze needs to know. Do what the trace
-        # did: the traced output rank says whether the dynamic dims were 1 then.
+        # Below opset 11 (as legacy) do what the trace did: the traced output rank says whether
+        # the dynamic dims were 1 then.
         removed = rank - _traced_rank(g, rank - len(ones))
         if removed == len(ones) + len(unknown):
             ones = sorted(ones + unknown)
@@ -167,6 +184,33 @@ def squeeze(g, self, dim=None):
             sh.value_error(f"squeeze: dims {unknown} have sizes known only at runtime and the trace does not "
                            "say whether they were squeezed", self)
     return onnx_ops.squeeze(g, self, ones) if ones else self
+
+
+def _squeeze_if_one(g, x: Value, axis) -> Value:
+    """``x`` without dim ``axis`` (an int, or a 0-d int64 runtime value from opset 13) when its
+    runtime size is 1, else ``x``: an If with two branches."""
+    from torchscript_onnx.ir import Graph
+
+    index = g.constant(axis, torch.int64) if isinstance(axis, int) else axis
+    size = g.op("Gather", g.op("Shape", x), index, axis_i=0)
+    is_one = g.op("Equal", size, g.constant(1, torch.int64))
+    branches = []
+    for squeezed in (True, False):
+        body = Graph(parent=g.graph)
+        sub = g.subgraph_context(body)
+        if squeezed and isinstance(axis, int):
+            out = onnx_ops.squeeze(sub, x, [axis])
+        elif squeezed:
+            out = sub.op("Squeeze", x, onnx_ops.unsqueeze(sub, axis, [0]))
+        else:  # an Identity of its own: a body output must be made inside the body
+            node = body.add_node("Identity", "", [x], {}, 1, sub.scope, sub.source)
+            out = node.outputs[0]
+            out.dtype = x.dtype
+        body.outputs = [out]
+        branches.append(body)
+    result = g.op("If", is_one, then_branch_g=branches[0], else_branch_g=branches[1])
+    result.dtype = x.dtype
+    return result
 
 
 def _traced_rank(g, default: int) -> int:
