@@ -29,7 +29,7 @@ _onnx_symbolic = onnx_symbolic(9)
 
 # torch ScalarType index / quantized dtype -> the ONNX integer type of the zero point
 _SCALAR_TYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}
-_RANGES = {(0, 255): torch.uint8, (-128, 127): torch.int8}
+_RANGES = {(0, 255): torch.uint8, (-128, 127): torch.int8, (0, 127): torch.uint8}
 
 
 def _need(g, opset: int, what: str) -> None:
@@ -48,15 +48,22 @@ def _scalar(g, value, dtype: torch.dtype, op: str):
     return value if dtype == value.dtype else onnx_ops.cast(g, value, dtype)
 
 
-def qdq(g, x, scale, zero_point, zp_dtype: torch.dtype, axis: int | None = None, op: str = "quantize"):
-    """``DequantizeLinear(QuantizeLinear(x))``: x rounded to the quantization grid, as float."""
+def qdq(g, x, scale, zero_point, zp_dtype: torch.dtype, axis: int | None = None, op: str = "quantize",
+        quant_max: int | None = None):
+    """``DequantizeLinear(QuantizeLinear(x))``: x rounded to the quantization grid, as float;
+    ``quant_max`` clips the integers below their type's maximum (a Clip on integers: opset 13)."""
     _need(g, 13 if axis is not None else 10, op)
+    if quant_max is not None and g.opset < 13:
+        sh.unimplemented(op, f"the range (0, {quant_max}) clips integers (Clip on uint8 needs ONNX opset 13): "
+                             "pass opset_version=13")
     if zp_dtype == torch.int32:
         sh.unimplemented(op, "qint32 activations have no QuantizeLinear zero point type before opset 21")
     scale = _scalar(g, scale, torch.float32, op)
     zero_point = _scalar(g, zero_point, zp_dtype, op)
     kw = {"axis_i": axis} if axis is not None else {}
     q = g.op("QuantizeLinear", x, scale, zero_point, **kw)
+    if quant_max is not None:
+        q = g.op("Clip", q, None, g.constant(quant_max, zp_dtype))
     return g.op("DequantizeLinear", q, scale, zero_point, **kw)
 
 
@@ -89,12 +96,18 @@ def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False, rank: int
     sh.unimplemented(op, f"weights quantized as {qweight.qscheme()}")
 
 
-def _input_scale(qx):
-    """The scale of a quantized value: the one of its nearest DequantizeLinear, through the ops that
-    keep a quantization (relu, max_pool, reshape: their data input is input 0); None if there is none."""
+def _dequantize_node(qx):
+    """The nearest DequantizeLinear of a quantized value, through the ops that keep a quantization
+    (relu, max_pool, reshape: their data input is input 0); None if there is none."""
     node = qx.producer if isinstance(qx, Value) else None
     while node is not None and node.op_type != "DequantizeLinear":
         node = node.inputs[0].producer if node.inputs and node.inputs[0] is not None else None
+    return node
+
+
+def _input_scale(qx):
+    """The scale of a quantized value (its nearest DequantizeLinear's); None if there is none."""
+    node = _dequantize_node(qx)
     return None if node is None else node.inputs[1]
 
 
@@ -118,6 +131,69 @@ def bias(g, qx, qweight: torch.Tensor, bias: torch.Tensor | None):
     zero_point = g.constant(torch.zeros(scales.shape, dtype=torch.int32), torch.int32)
     kw = {"axis_i": 0} if per_channel else {}
     return g.op("DequantizeLinear", q_bias, bias_scale, zero_point, **kw)
+
+
+# Graph inputs and outputs. A quantized tensor crosses the graph boundary as the legacy exporter
+# lays it out: three values, its integer values (uint8 for quint8, int8 for qint8, int32 for
+# qint32), its scale and its zero point (0-d double and int64 going in; float and the integer type
+# coming out, the types QuantizeLinear gives).
+
+
+def graph_input(g, values: Value, scale: Value, zero_point: Value, dtype: torch.dtype) -> Value:
+    """The quantized value (its dequantized float, module docstring) of a graph input given as
+    integer ``values`` of ``dtype``, a double ``scale`` and an int64 ``zero_point``."""
+    _need(g, 10, "a quantized graph input")
+    scale = onnx_ops.cast(g, scale, torch.float32)
+    zero_point = onnx_ops.cast(g, zero_point, dtype)
+    return g.op("DequantizeLinear", values, scale, zero_point)
+
+
+def graph_output(g, value: Value) -> tuple[Value, Value, Value]:
+    """A quantized value as (integer values, scale, zero point): the quantization of its nearest
+    DequantizeLinear (``value`` itself or the one an op that keeps quantization read)."""
+    node = _dequantize_node(value)
+    if node is None:
+        sh.unimplemented("a quantized graph output", "its scale and zero point are not known in the graph")
+    if len(node.inputs) < 3 or node.inputs[2] is None:
+        sh.unimplemented("a quantized graph output", "its DequantizeLinear has no zero point")
+    if node.attr("axis") is not None:
+        sh.unimplemented("a quantized graph output", "per-channel quantized outputs (legacy exports a tensor's scale "
+                                                     "and zero point as 0-d outputs)")
+    scale, zero_point = node.inputs[1], node.inputs[2]
+    if node.outputs[0] is value:
+        return node.inputs[0], scale, zero_point
+    return g.op("QuantizeLinear", value, scale, zero_point), scale, zero_point
+
+
+# What torch does to the result of an aten op on quantized tensors (legacy: ``quantized_args``):
+# most ops quantize it with their input's scale and zero point; a few with fixed ones.
+FIXED_QPARAMS = {  # op -> output integer type -> (scale, zero point)
+    "aten::sigmoid": {torch.uint8: (1.0 / 256, 0), torch.int8: (1.0 / 256, -128)},
+    "aten::hardsigmoid": {torch.uint8: (1.0 / 256, 0), torch.int8: (1.0 / 256, -128)},
+    "aten::tanh": {torch.uint8: (2.0 / 256, 128), torch.int8: (2.0 / 256, 0)},
+}
+# ops that only move, select or compare values: their float result already lies on the input's grid
+KEEPS_QUANTIZATION = frozenset(f"aten::{op}" for op in (
+    "relu", "relu_", "flatten", "reshape", "view", "max_pool1d", "max_pool2d", "max_pool3d", "transpose",
+    "permute", "t", "select", "slice", "narrow", "expand", "expand_as", "as_strided", "squeeze", "unsqueeze",
+    "contiguous", "clone", "detach", "flip", "roll", "repeat", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "quantize_per_tensor",
+    "quantize_per_channel"))
+
+
+def requantize(g, kind: str, value: Value, dtype: torch.dtype) -> Value:
+    """The float result of aten op ``kind`` on quantized input, quantized as torch quantizes it
+    (integers of ``dtype``): with the op's fixed scale and zero point, else with its input's."""
+    if kind in KEEPS_QUANTIZATION or dtype not in (torch.uint8, torch.int8) or value.producer is None \
+            or value.producer.op_type == "DequantizeLinear":
+        return value
+    if kind in FIXED_QPARAMS and dtype in FIXED_QPARAMS[kind]:
+        scale, zero_point = FIXED_QPARAMS[kind][dtype]
+        return qdq(g, value, scale, zero_point, dtype, op=kind)
+    node = _dequantize_node(value)
+    if node is None or node.attr("axis") is not None or len(node.inputs) < 3:
+        return value  # no per-tensor quantization to keep: left as computed
+    return qdq(g, value, node.inputs[1], node.inputs[2], node.inputs[2].dtype or dtype, op=kind)
 
 
 def _packed(value, op: str):
@@ -146,25 +222,28 @@ def dequantize(g, self):
     return self  # a quantized value already is its dequantized float (module docstring)
 
 
-def _range_dtype(quant_min, quant_max, op: str) -> torch.dtype:
+def _range(quant_min, quant_max, op: str) -> tuple[torch.dtype, int | None]:
+    """The integer type of a fake quantization's range, and the maximum to clip to below the type's
+    own ((0, 127): the range PyTorch's observers give activations with reduce_range)."""
     bounds = (sh.const(quant_min), sh.const(quant_max))
     if bounds not in _RANGES:
-        sh.unimplemented(op, f"quant_min/quant_max {bounds}: ONNX quantizes to (0, 255) or (-128, 127) only")
-    return _RANGES[bounds]
+        sh.unimplemented(op, f"quant_min/quant_max {bounds}: ONNX quantizes to (0, 127), (0, 255) or (-128, 127) only")
+    return _RANGES[bounds], 127 if bounds == (0, 127) else None
 
 
 @_onnx_symbolic("aten::fake_quantize_per_tensor_affine")
 def fake_quantize_per_tensor_affine(g, self, scale, zero_point, quant_min=None, quant_max=None):
     """fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor"""
-    dtype = _range_dtype(quant_min, quant_max, "fake_quantize_per_tensor_affine")
-    return qdq(g, self, scale, zero_point, dtype, op="fake_quantize_per_tensor_affine")
+    dtype, clip = _range(quant_min, quant_max, "fake_quantize_per_tensor_affine")
+    return qdq(g, self, scale, zero_point, dtype, op="fake_quantize_per_tensor_affine", quant_max=clip)
 
 
 @_onnx_symbolic("aten::fake_quantize_per_channel_affine")
 def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min, quant_max):
     """fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor"""
-    dtype = _range_dtype(quant_min, quant_max, "fake_quantize_per_channel_affine")
-    return qdq(g, self, scale, zero_point, dtype, axis=sh.const(axis), op="fake_quantize_per_channel_affine")
+    dtype, clip = _range(quant_min, quant_max, "fake_quantize_per_channel_affine")
+    return qdq(g, self, scale, zero_point, dtype, axis=sh.const(axis), op="fake_quantize_per_channel_affine",
+               quant_max=clip)
 
 
 def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = False):
