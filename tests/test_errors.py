@@ -104,7 +104,9 @@ VALIDATION_ERRORS = [
     ("autograd_inlining-none", dict(autograd_inlining=None), TypeError, "autograd_inlining", True),
     ("dynamo-true", dict(dynamo=True), ValueError, "torch.onnx.export(..., dynamo=True)", True),
     ("external_data-str", dict(external_data="yes"), TypeError, "external_data", True),
-    ("external_data-file-object", dict(external_data=True, f=io.BytesIO()), ValueError, "give f as a path", True),
+    # legacy ignored external_data, so a file object only warns; strict=True makes it an error
+    ("external_data-file-object-strict", dict(external_data=True, f=io.BytesIO(), strict=True), ValueError,
+     "external_data=True needs f as a path", True),
     ("dynamic_shapes-str", dict(dynamic_shapes="batch"), TypeError, "dynamic_shapes", True),
     ("dynamic_shapes-unknown-parameter", dict(dynamic_shapes={"nope": {0: "b"}}), ValueError, "dynamic_shapes", True),
     ("dynamic_shapes-and-axes", dict(dynamic_shapes={"x": {0: "b"}}, dynamic_axes={"x": [0]}), ValueError,

@@ -329,10 +329,17 @@ def test_export_writes_the_pair(over_limit, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("f", [io.BytesIO, lambda: None], ids=["BytesIO", "None"])
-def test_export_external_data_true_without_a_path_refuses_before_work(f):
+def test_export_external_data_true_without_a_path_warns_as_legacy_ignored_it(f):
+    """Legacy ignored external_data, so such a call worked: a warning, the weights inline;
+    strict=True refuses it before any work."""
+    target = f()
+    with pytest.warns(tso.OnnxExporterWarning, match="needs f as a path"):
+        result = tso.export(CountingMlp().eval(), (torch.randn(3, 64),), target, external_data=True)
+    proto = result if target is None else onnx.load_from_string(target.getvalue())
+    assert all(not t.external_data for t in proto.graph.initializer)
     CountingMlp.calls = 0
     with pytest.raises(ValueError, match="path"):
-        tso.export(CountingMlp().eval(), (torch.randn(3, 64),), f(), external_data=True)
+        tso.export(CountingMlp().eval(), (torch.randn(3, 64),), f(), external_data=True, strict=True)
     assert CountingMlp.calls == 0
 
 

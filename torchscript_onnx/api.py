@@ -26,7 +26,7 @@ from .ir import Graph
 from .optimize import optimize
 from .optimize.subgraphs import subgraph_references
 from .prepare import prepare
-from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options
+from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options, warn_or_raise
 from .printer import graph_text
 
 __version__ = "0.1.0"
@@ -376,7 +376,11 @@ def export(
         raise TypeError(f"external_data must be True, False or None (automatic); got {external_data!r}")
     _check_f(f)
     if external_data and not isinstance(f, (str, os.PathLike)):
-        raise ValueError("external_data=True writes the weights to a file beside the model: give f as a path")
+        # legacy ignored external_data, so such calls worked: the weights stay inline (past 2 GiB,
+        # saving refuses a file object with its own error)
+        warn_or_raise("external_data=True needs f as a path (the weights go to a file beside the model); "
+                      "writing them inline", strict)
+        external_data = None
     if dynamic_shapes is not None:
         from .dynamic_shapes import to_dynamic_axes
 
