@@ -295,3 +295,72 @@ def test_split_of_a_dynamic_dim(opset):
     an ONNX sequence (looped over, counted and returned), checked at other batch sizes."""
     verify(torch.jit.script(SplitLoop()), (torch.randn(5, 3),), opset_version=opset, input_names=["x"],
            dynamic_axes={"x": [0]}, other_inputs=[(torch.randn(9, 3),), (torch.randn(1, 3),)])
+
+
+# -- lists whose length is known only at runtime, edited after or inside the loop that fills them
+# (ONNX sequences; a Loop carries them from opset 13)
+
+
+class ExtendThenPop(nn.Module):
+    def forward(self, x, w):
+        rows: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            rows += [x[i] @ w]
+        rows.pop()
+        del rows[1]
+        return rows
+
+
+class SetItemThenUnpack(nn.Module):
+    def forward(self, x, k: int):
+        rows: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            rows.append(x[i])
+        rows[-1] = rows[-1] * 10.0
+        rows[k] = x[k] - 3.0
+        first, second, third = rows
+        return first + third, second
+
+
+class EditInNestedLoops(nn.Module):
+    def forward(self, x):
+        kept: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            for j in range(x.size(1)):
+                kept += [x[i, j] * float(j)]
+                if j % 2 == 0:
+                    kept.pop()
+                else:
+                    del kept[i]
+            kept += [x[i, 0]]
+        return torch.stack(kept), len(kept)
+
+
+class StackRepeated(nn.Module):
+    def forward(self, x, n: int):
+        copies: List[torch.Tensor] = []
+        for _ in range(n):
+            copies += [x]
+        return torch.stack(copies).transpose(0, 1)
+
+
+# name -> (model class, example args, other args); min opset 13
+RUNTIME_LISTS = {
+    "extend_then_pop": (ExtendThenPop, (torch.randn(5, 2, 3), torch.randn(3, 4)),
+                        [(torch.randn(8, 2, 3), torch.randn(3, 4))]),
+    "set_item_then_unpack": (SetItemThenUnpack, (torch.randn(3, 4), 1), [(torch.randn(3, 4), 0)]),
+    "edit_in_nested_loops": (EditInNestedLoops, (torch.randn(3, 4, 2),), [(torch.randn(2, 5, 2),)]),
+    "stack_repeated": (StackRepeated, (torch.ones(3, 4, dtype=torch.int32), 3),
+                       [(torch.ones(3, 4, dtype=torch.int32), 1)]),
+}
+
+
+@pytest.mark.parametrize("opset", (13, 17, 26))
+@pytest.mark.parametrize("name", sorted(RUNTIME_LISTS))
+def test_runtime_length_list(name, opset):
+    model_class, args, others = RUNTIME_LISTS[name]
+    torch.manual_seed(0)
+    dynamic = {"x": list(range(args[0].dim()))}
+    names = ["x", *[f"in{k}" for k in range(1, len(args))]]
+    verify(torch.jit.script(model_class()), args, opset_version=opset, other_inputs=others, input_names=names,
+           dynamic_axes=dynamic, rtol=1e-4, atol=1e-5)

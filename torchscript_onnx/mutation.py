@@ -17,15 +17,18 @@ def iter_nodes(block) -> list:
 
 # List mutators: their symbolics return (the list after the call, *the node's outputs).
 LIST_MUTATORS = frozenset({"aten::append", "aten::insert", "aten::pop", "aten::_set_item", "aten::clear",
-                           "aten::extend", "aten::reverse"})
+                           "aten::extend", "aten::reverse", "aten::Delete"})
 
 
 def mutated_input(node: torch._C.Node) -> torch._C.Value | None:
-    """The JIT value ``node`` mutates: a list mutator's list, an in-place aten op's tensor (``add_``)."""
+    """The JIT value ``node`` mutates: a list mutator's list (or ``l += ...``), an in-place aten op's
+    tensor (``add_``)."""
     kind = node.kind()
     if kind in LIST_MUTATORS:
         return node.inputsAt(0)
     name = kind.partition("::")[2]
+    if kind == "aten::add_" and isinstance(node.inputsAt(0).type(), torch._C.ListType):
+        return node.inputsAt(0)  # ``l += [x]``: add_.t(t[](a!) self, t[] b) -> t[], the list extended
     if kind.startswith("aten::") and name.endswith("_") and not name.startswith("_") and node.inputsSize() \
             and isinstance(node.inputsAt(0).type(), torch._C.TensorType):
         return node.inputsAt(0)

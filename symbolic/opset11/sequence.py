@@ -54,6 +54,23 @@ def append(g, values, element):
     return new, new
 
 
+@_onnx_symbolic("sequence::add")
+def add(g, self, other, alpha=None):
+    """add.t(t[] a, t[] b) -> t[] (and add_.t, ``l += [x]``): concatenation"""
+    if self.sequence and other.sequence:
+        sh.value_error("list + list with both lengths known only at runtime is not supported; "
+                       "append the elements of one list to the other in a loop", other)
+    if self.sequence:
+        new = self
+        for item in control._items(other):
+            new = append(g, new, item)[0]
+        return new
+    new = other
+    for k, item in enumerate(control._items(self)):  # [a, b] + l: inserted in front, in order
+        new = insert(g, new, Value("", const=k), item)[0]
+    return new
+
+
 @_onnx_symbolic("sequence::insert")
 def insert(g, values, index, element):
     """insert.t(t[](a!) self, int idx, t(b -> *) el) -> ()"""
@@ -70,6 +87,39 @@ def pop(g, values, index=None):
     element = g.op("SequenceAt", values, position)
     element.dtype, element.shape = values.dtype, values.shape
     return _seq(g.op("SequenceErase", values, position), values), element
+
+
+def _wrapped_position(g, values: Value, index: Value) -> Value:
+    """``index`` counted from the front: SequenceInsert reads -1 as "before the last", not "the last"."""
+    known = sh.const(index)
+    if known is not sh.UNKNOWN and int(known) >= 0:
+        return _position(g, index)
+    length = g.op("SequenceLength", values)
+    length.dtype, length.shape = torch.int64, ()
+    return g.op("Mod", _position(g, index), length, fmod_i=0)
+
+
+@_onnx_symbolic("sequence::_set_item")
+def set_item(g, values, index, element):
+    """_set_item.t(t[](a!) l, int idx, t(b -> *) el) -> t[](a!)"""
+    element = _element(g, values, element)
+    position = _wrapped_position(g, values, index)
+    erased = _seq(g.op("SequenceErase", values, position), values)
+    new = _seq(g.op("SequenceInsert", erased, element, position), values)
+    new.shape = _element_shape(values, element)
+    return new, new
+
+
+@_onnx_symbolic("sequence::Delete")
+def delete(g, values, index):
+    """Delete.t(t[](a!) self, int idx) -> (): ``del l[i]``"""
+    return (_seq(g.op("SequenceErase", values, _position(g, index)), values),)
+
+
+@_onnx_symbolic("sequence::ListUnpack")
+def list_unpack(g, values):
+    """prim::ListUnpack(t[] list) -> the elements (as many as the node has outputs)"""
+    return tuple(getitem(g, values, Value("", const=k)) for k in range(g.original_node.outputsSize()))
 
 
 @_onnx_symbolic("sequence::__getitem__")

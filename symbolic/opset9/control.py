@@ -131,6 +131,15 @@ def _retype_placeholder(node, placeholder: Value, like: Value) -> None:
     placeholder.dtype, placeholder.shape = dtype, shape
 
 
+def _results(g, outputs):
+    """The If/Loop's outputs (then the outer values it mutates) as the converter binds them: the
+    node's lone output alone, since a 1-tuple for an output of list type reads as its elements."""
+    outputs = tuple(outputs)
+    if len(outputs) == 1 and g.original_node.outputsSize() == 1:
+        return outputs[0]
+    return outputs or None
+
+
 def _raises(block) -> bool:
     return any(n.kind() == "prim::RaiseException" for n in block.nodes())
 
@@ -146,7 +155,7 @@ def prim_if(g, condition):
         known = raises[1]  # ONNX cannot raise: the branch that raises is taken never to run
     if known is not sh.UNKNOWN:
         flag = bool(known.item() if isinstance(known, torch.Tensor) else known)
-        return tuple(g.inline_block(then_block if flag else else_block)) or None
+        return _results(g, g.inline_block(then_block if flag else else_block))
     mutated = mutated_outside(node)
     n_outputs = node.outputsSize() + len(mutated)
     if n_outputs == 0:
@@ -178,7 +187,7 @@ def prim_if(g, condition):
         if a.sequence:
             set_sequence_dtype(a, b.dtype)
             set_sequence_dtype(b, a.dtype)
-    return outputs
+    return _results(g, outputs)
 
 
 def _open_dims(value: Value) -> tuple | None:
@@ -279,10 +288,10 @@ def prim_loop(g, max_trip_count, condition, *carried):
         if value.sequence:
             out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
     if not scanned:
-        return outputs
+        return _results(g, outputs)
     new = {m.unique(): _from_scan(g, out, e) for m, out, e in zip(scanned, outputs[len(values):], scan_elements)}
     new.update((m.unique(), out) for m, out in zip(mutated, outputs[n_block:len(values)]))
-    return (*outputs[:n_block], *[new[m.unique()] for m in every_mutated])
+    return _results(g, (*outputs[:n_block], *[new[m.unique()] for m in every_mutated]))
 
 
 @_onnx_symbolic("aten::Bool")
@@ -377,6 +386,14 @@ def set_item(g, values, index, element):
     items[_index(g, index, len(items), "list[i] = v")] = element
     new = _new_list(items)
     return new, new
+
+
+@_onnx_symbolic("aten::Delete")
+def delete(g, values, index):
+    """Delete.t(t[](a!) self, int idx) -> (): ``del l[i]``"""
+    items = _items(values)
+    del items[_index(g, index, len(items), "del list[i]")]
+    return (_new_list(items),)
 
 
 @_onnx_symbolic("aten::clear")
