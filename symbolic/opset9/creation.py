@@ -9,6 +9,7 @@ indices known at export time become constants (small ones fold; large fills stay
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
@@ -212,8 +213,13 @@ def _is_integral(v) -> bool:
 
 def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
     """torch.arange(start, end, step) of ``dtype``; bounds are numbers or 0-d runtime values."""
-    bounds = [_number(v) for v in (start, end, step)]
     integral = all(_is_integral(v) for v in (start, end, step))
+    if dtype == torch.int64 and not integral:
+        # torch truncates every bound to int64 first: arange(2, 8.5, 1.5, dtype=long) is 2..7 (for
+        # the other integral dtypes it counts the elements in double: arange(6.9, dtype=int) has 7)
+        start, end, step = (_truncated(g, v) for v in (start, end, step))
+        integral = True
+    bounds = [_number(v) for v in (start, end, step)]
     dtype = dtype or (torch.int64 if integral else torch.float32)
     if sh.UNKNOWN not in bounds:
         return g.constant(torch.arange(*bounds, dtype=dtype))
@@ -240,6 +246,13 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
     return onnx_ops.cast(g, values, dtype)
 
 
+def _truncated(g, v):
+    raw = _number(v)
+    if raw is not sh.UNKNOWN:
+        return int(raw)
+    return v if _is_integral(v) else onnx_ops.cast(g, v, torch.int64)
+
+
 def _scalar(g, v, dtype: torch.dtype) -> Value:
     raw = _number(v)
     if raw is not sh.UNKNOWN:
@@ -252,8 +265,13 @@ def _scalar(g, v, dtype: torch.dtype) -> Value:
 def arange(g, *args):
     """arange(Scalar end, *, ScalarType? dtype=None, ...) -> Tensor;
     arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, ...);
-    arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...)"""
-    if len(args) == 5:
+    arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...);
+    arange.out(Scalar end, *, Tensor(a!) out); arange.start_out(Scalar start, Scalar end, Scalar step=1, *,
+    Tensor(a!) out)"""
+    if len(args) in (2, 4):  # the out= overloads: the result takes out's dtype
+        _warn_unwritten_out(g, "arange")
+        start, end, step, dtype = (0, args[0], 1, args[1].dtype) if len(args) == 2 else (*args[:3], args[3].dtype)
+    elif len(args) == 5:
         start, end, step, dtype = 0, args[0], 1, args[1]
     elif len(args) == 6:
         start, end, step, dtype = args[0], args[1], 1, args[2]
@@ -261,7 +279,42 @@ def arange(g, *args):
         start, end, step, dtype = args[0], args[1], args[2], args[3]
     else:
         sh.value_error(f"arange: unexpected number of arguments ({len(args)})")
-    return arange_between(g, start, end, step, g.output_dtype() or dtype_arg(dtype))
+    return arange_between(g, start, end, step, g.output_dtype() or
+                          (dtype if isinstance(dtype, torch.dtype) else dtype_arg(dtype)))
+
+
+def _warn_unwritten_out(g, op: str) -> None:
+    """The result stands for ``out`` only through the op's own output: later reads of the ``out``
+    tensor itself still see its old value (as with the legacy exporter), so say so."""
+    node = g.original_node
+    if node is None:
+        return
+    out = list(node.inputs())[-1]
+    if any(use.user is not node for use in out.uses()):
+        warnings.warn(f"{op}(..., out=t): the exported graph does not write into t; uses of t after this "
+                      f"call see its earlier value (use the returned tensor instead)", stacklevel=2)
+
+
+@_onnx_symbolic("aten::__range_length")
+def __range_length(g, lo, hi, step):
+    """__range_length(int lo, int hi, int step) -> int: the trip count of range(lo, hi, step)"""
+    bounds = [_number(v) for v in (lo, hi, step)]
+    if sh.UNKNOWN not in bounds:
+        return Value("", const=len(range(*(int(b) for b in bounds))))
+    # max(0, ceil((hi - lo) / step)), exact in float64 for any realistic size
+    first, last, delta = (_scalar(g, v, torch.float64) for v in (lo, hi, step))
+    count = g.op("Ceil", g.op("Div", g.op("Sub", last, first), delta))
+    return onnx_ops.cast(g, g.op("Max", count, g.constant(0.0, torch.float64)), torch.int64)
+
+
+@_onnx_symbolic("aten::__derive_index")
+def __derive_index(g, index, start, step):
+    """__derive_index(int index, int start, int step) -> int: start + index * step"""
+    values = [_number(v) for v in (index, start, step)]
+    if sh.UNKNOWN not in values:
+        return Value("", const=int(values[1]) + int(values[0]) * int(values[2]))
+    index, start, step = (_scalar(g, v, torch.int64) for v in (index, start, step))
+    return g.op("Add", start, g.op("Mul", index, step))
 
 
 @_onnx_symbolic("aten::_dim_arange")
@@ -455,7 +508,8 @@ def random_of_size(g, kind: str, size, dtype: torch.dtype, **attrs) -> Value:
         out = typed_sample(g.op(kind, shape_i=dims, dtype_i=dtypes.to_onnx(sample), **attrs), sample, dims)
     else:
         template = filled(g, size, 0, sample)
-        out = typed_sample(g.op(kind + "Like", template, dtype_i=dtypes.to_onnx(sample), **attrs), sample, template.shape)
+        out = g.op(kind + "Like", template, dtype_i=dtypes.to_onnx(sample), **attrs)
+        out = typed_sample(out, sample, template.shape)
     return onnx_ops.cast(g, out, dtype)
 
 

@@ -132,9 +132,19 @@ def permute(g, self, dims):
 
 
 @_onnx_symbolic("aten::unsqueeze")
-@sh.parse_args("v", "i")
 def unsqueeze(g, self, dim):
     """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    if sh.const(dim) is sh.UNKNOWN:
+        # A runtime dim (an int graph input): Unsqueeze takes its axes as an input from opset 13,
+        # and reads a negative axis against the output rank, as torch does.
+        if g.opset < 13:
+            sh.value_error("unsqueeze with a dim known only at runtime needs Unsqueeze with an axes input "
+                           "(opset 13; pass opset_version=13)", dim)
+        axes = onnx_ops.cast(g, dim, torch.int64)
+        # (Unsqueeze, not Reshape, makes the axes 1-D: onnxruntime 1.2x's optimizer mistypes a
+        # Reshape feeding Unsqueeze's axes.)
+        return g.op("Unsqueeze", self, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
+    dim = sh._get_const(dim, "i", "dim")
     if dim < 0:
         if self.rank is None:
             sh.value_error("unsqueeze with a negative dim needs a known rank", self)
@@ -277,6 +287,23 @@ def _dtype_from_to_args(args) -> torch.dtype | None:
 def type_as(g, self, other):
     """type_as(Tensor self, Tensor other) -> Tensor"""
     return cast_to(g, self, other.dtype) if other.dtype is not None else self
+
+
+@_onnx_symbolic("aten::item")
+def item(g, self):
+    """item(Tensor self) -> Scalar"""
+    raw = sh.const(self)
+    if raw is not sh.UNKNOWN:
+        return Value("", const=raw.item() if isinstance(raw, torch.Tensor) else raw)
+    return self if self.rank == 0 else reshape_to(g, self, [])
+
+
+@_onnx_symbolic("aten::is_floating_point")
+def is_floating_point(g, self):
+    """is_floating_point(Tensor self) -> bool"""
+    if self.dtype is None:
+        sh.value_error("is_floating_point: the input dtype must be known", self)
+    return Value("", const=dtypes.is_floating(self.dtype))
 
 
 def _cast_op(name: str, dtype: torch.dtype):

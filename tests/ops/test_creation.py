@@ -106,6 +106,13 @@ CASES = [
          opsets=(11,), export_options=DYN, other_inputs=dyn_other(9)),
     Case("arange_dynamic_float", lambda x: torch.arange(0.5, x.size(0), 0.25), f32(3), min_opset=9,
          opsets=(11,), export_options=DYN, other_inputs=dyn_other(6)),
+    # dtype int64 truncates each bound first (the 1.5 step becomes 1, the 8.5 end 8)
+    Case("arange_int_dtype_float_bounds", lambda x, end: torch.arange(x.size(0), end, 1.5, dtype=torch.int64),
+         lambda: (torch.randn(2, 3), torch.tensor(8.5)), min_opset=9, opsets=(11,),
+         export_options={"input_names": ["x", "end"], "dynamic_axes": {"x": [0]}},
+         other_inputs=lambda: [(torch.randn(5, 3), torch.tensor(9.7)), (torch.randn(3, 3), torch.tensor(3.0))]),
+    Case("arange_int_dtype_float_end", lambda end: torch.arange(end, dtype=torch.int64), lambda: (torch.tensor(6.9),),
+         min_opset=9, opsets=(11,), other_inputs=lambda: [(torch.tensor(3.2),)]),
     Case("dim_arange", lambda x: torch._dim_arange(x, 1), f32(2, 5)),
     # linspace / eye / tri indices / scalar_tensor
     Case("linspace", lambda x: torch.linspace(0, 1, 7) + x, f32(7)),
