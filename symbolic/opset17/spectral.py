@@ -309,4 +309,7 @@ def blackman_window(g, window_length, *args):
 
     size = onnx_ops.cast(g, window_length, torch.int64)
     out = g.op("BlackmanWindow", size, periodic_i=int(periodic), output_datatype_i=1)
+    # torch's length-1 window is [1]; ONNX's is [0] (periodic) or [nan] (symmetric: 0 / 0)
+    single = g.op("Equal", size, g.constant(1, torch.int64))
+    out = g.op("Where", single, g.constant(1.0, torch.float32), out)
     return onnx_ops.cast(g, out, creation_dtype(g, dtype))

@@ -82,14 +82,40 @@ CASES = [
     Case("hamming_window_alpha", lambda x: x * torch.hamming_window(10, False, 0.6, 0.4), randn(2, 10)),
     Case("blackman_window", lambda x: x * torch.blackman_window(x.shape[-1], periodic=False), randn(2, 10)),
     Case("blackman_window_dynamic", lambda x: x * torch.blackman_window(x.shape[-1]), randn(2, 10),
-         min_opset=17, export_options={"input_names": ["x"], "dynamic_axes": {"x": [1]}},
+         min_opset=9, opsets=(17,), export_options={"input_names": ["x"], "dynamic_axes": {"x": [1]}},
          other_inputs=lambda: [(torch.randn(2, 7),)]),
+    Case("bartlett_window", lambda x: x * torch.bartlett_window(x.shape[-1]), randn(2, 9)),
+    Case("bartlett_window_symmetric", lambda x: x * torch.bartlett_window(7, False, dtype=torch.float64), randn(7)),
+    # runtime lengths: lengths 1 (torch's window is [1]) and 2 checked too
+    *[Case(f"{name}_runtime_length", fn, randn(2, 10), min_opset=9, opsets=(17,),
+           export_options={"input_names": ["x"], "dynamic_axes": {"x": [1]}},
+           other_inputs=lambda: [(torch.randn(2, 7),), (torch.randn(2, 1),), (torch.randn(2, 2),)])
+      for name, fn in [
+          ("hann", lambda x: x * torch.hann_window(x.shape[-1])),
+          ("hann_symmetric", lambda x: x * torch.hann_window(x.shape[-1], False)),
+          ("hamming", lambda x: x * torch.hamming_window(x.shape[-1])),
+          ("hamming_alpha_beta", lambda x: x * torch.hamming_window(x.shape[-1], False, 0.6, 0.3)),
+          ("blackman", lambda x: x * torch.blackman_window(x.shape[-1])),
+          ("blackman_symmetric", lambda x: x * torch.blackman_window(x.shape[-1], False)),
+          ("bartlett", lambda x: x * torch.bartlett_window(x.shape[-1])),
+          ("bartlett_symmetric", lambda x: x * torch.bartlett_window(x.shape[-1], False)),
+      ]],
 ]
 
 
 @pytest.mark.parametrize("case,opset", params(CASES))
 def test_spectral(case, opset):
     run_case(case, opset)
+
+
+# A scripted graph keeps the window length a runtime size even without dynamic axes.
+WINDOWS = [case for case in CASES
+           if ("window" in case.name or "runtime_length" in case.name) and "stft" not in case.name]
+
+
+@pytest.mark.parametrize("case,opset", params(WINDOWS))
+def test_windows_scripted(case, opset):
+    run_case(case, opset, script=True)
 
 
 @pytest.mark.parametrize("case,opset", below_min_params(CASES))
