@@ -403,12 +403,18 @@ def _inline_methods(graph: torch._C.Graph, module) -> dict:
         anchor = call.prev()
         with graph.insert_point_guard(call):
             outputs = graph.insertGraph(target._c._get_method(call.s("name")).graph, list(call.inputs()))
+        node, scope = call.prev(), "".join("/" + _unqualified(".".join(path[:k + 1])) for k in range(len(path)))
+        inserted = _inserted(node, anchor)
+        made = set(inserted)
         for old, new in zip(call.outputs(), outputs):
             old.replaceAllUsesWith(new)
+            # The caller's name for the result (z = self.linear(x)) names it, as torch's inliner
+            # does: the legacy exporter names graph outputs by it.
+            if not old.debugName().isdigit() and new.node() in made:
+                new.setDebugName(old.debugName())
         # atoms as traced scopes spell them (/layer1/layer1.0/conv1); self.helper() calls: ""
-        node, scope = call.prev(), "".join("/" + _unqualified(".".join(path[:k + 1])) for k in range(len(path)))
         call.destroy()
-        for inner in _inserted(node, anchor):
+        for inner in inserted:
             scopes[inner] = scope
             if inner.kind() == "prim::CallMethod":
                 pending.append(inner)

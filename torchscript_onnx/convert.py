@@ -136,7 +136,7 @@ class Converter:
         names = self.options.input_names
         examples = self.captured.example_inputs
         for k, jit_value in enumerate(self.captured.user_inputs):
-            name = names[k] if k < len(names) else f"input_{k}"
+            name = names[k] if k < len(names) else _default_input_name(jit_value, k)
             dtype, sizes = _jit_tensor_info(jit_value)
             if examples and k < len(examples) and isinstance(examples[k], torch.Tensor):
                 dtype, sizes = examples[k].dtype, list(examples[k].shape)
@@ -144,7 +144,8 @@ class Converter:
                 # Python numbers are 0-d inputs; a float is a double, as in TorchScript and legacy
                 dtype, sizes = torch.tensor(examples[k], dtype=_NUMBER_DTYPE[type(examples[k])]).dtype, []
             shape = None if sizes is None else tuple(sizes)
-            shape = _name_dims(shape, self.options.dynamic_axes.get(name), name)
+            key = name if k < len(names) else _dynamic_axes_key(self.options.dynamic_axes, name, k)
+            shape = _name_dims(shape, self.options.dynamic_axes.get(key), key)
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
         if self.captured.module is not None:
             self_value = next(iter(self.captured.graph.inputs()))
@@ -370,22 +371,32 @@ class Converter:
         flat: list[tuple[Value, str]] = []
         for jit_value in self.captured.graph.outputs():
             value = self.env[jit_value.unique()]
-            for item in _flatten_output(value):
-                flat.append((item, jit_value.debugName()))
+            items = _flatten_output(value)
+            for item in items:
+                flat.append((item, jit_value.debugName() if len(items) == 1 else ""))
         if len(names) > len(flat):
             raise ValueError(f"output_names has {len(names)} names but the model has {len(flat)} outputs")
         seen: set[int] = set()
-        for k, (value, debug_name) in enumerate(flat):
+        hints: list[str] = []
+        for value, debug_name in flat:
             ctx.scope, ctx.source = "", ""
             value = ctx.materialize(value)
+            hint = debug_name
             if value.producer is None or id(value) in seen or value.producer.op_type == "Constant":
                 # Not ctx.op: an Identity of a constant would fold away and leave the output without a node.
                 node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source)
                 node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
-                value = node.outputs[0]
+                value, hint = node.outputs[0], ""  # a new value: legacy numbers it
             seen.add(id(value))
             graph.outputs.append(value)
-            graph.rename(value, names[k] if k < len(names) else debug_name)
+            hints.append(hint)
+        numbers = legacy_numbers(graph, self.n_legacy_inputs())
+        # where legacy's own passes (conv + batch norm folding) number their new values from
+        graph.legacy_next_number = max(numbers.values(), default=self.n_legacy_inputs() - 1) + 1
+        consumers = graph.consumers()
+        for k, (value, hint) in enumerate(zip(graph.outputs, hints)):
+            graph.rename(value, names[k] if k < len(names) else _default_output_name(
+                hint, numbers.get(id(value)), consumers.get(id(value))))
         examples = self.captured.example_outputs
         if len(examples) == len(graph.outputs):  # scripted: what one run shows, where the graph is silent
             for value, example in zip(graph.outputs, examples):
@@ -395,19 +406,23 @@ class Converter:
         for value in graph.outputs:
             value.shape = _name_dims(value.shape, self.options.dynamic_axes.get(value.name), value.name)
 
+    def n_legacy_inputs(self) -> int:
+        """How many inputs the legacy exporter's graph has when it numbers values: the user inputs,
+        then every parameter and buffer (traced: the whole state_dict, read or not; scripted: those
+        the forward reads, lowered to inputs)."""
+        params = len(self.captured.params) if not self.captured.scripted else len(self.ctx.root._params)
+        return len(self.captured.user_inputs) + params
+
     def name_inputs_like_legacy(self) -> None:
-        """Unnamed inputs become ``onnx::<FirstConsumer>_<k>``, as the legacy exporter names them;
-        a scripted graph's inputs keep their TorchScript names (``x.1``), as in legacy."""
+        """Unnamed inputs without a TorchScript name (``input.1``, ``x.1``) become
+        ``onnx::<FirstConsumer>_<k>``, as the legacy exporter names them (``k`` when only a
+        subgraph reads them)."""
         given = len(self.options.input_names)
         consumers = self.graph.consumers()
         for k, value in enumerate(self.graph.inputs[: len(self.captured.user_inputs)]):
-            if k < given:
+            if k < given or not _is_number(self.captured.user_inputs[k].debugName()):
                 continue
-            users = consumers.get(id(value))
-            base = f"onnx::{users[0].op_type}_{k}" if users else f"input_{k}"
-            if self.captured.scripted:
-                base = self.captured.user_inputs[k].debugName()
-            self.graph.rename(value, base)
+            self.graph.rename(value, _friendly_name(k, consumers.get(id(value))))
 
     def run(self) -> Graph:
         self.check_supported()

@@ -85,14 +85,19 @@ def test_deduplicate(make, kept_by_value, kept_by_identity, by_value):
     np.testing.assert_array_equal(run(graph, {"x": X})[0], reference[0])
 
 
-def test_graph_output_keeps_its_initializer():
+def test_duplicates_keep_their_names_as_identities():
+    """As in the legacy exporter: each duplicate's name stays, an Identity of the kept initializer
+    put in front of the graph, so readers, graph outputs and names read by subgraphs still find it."""
     g = context()
     x = g.graph.add_input("x", torch.float32, (4,))
-    a = g.graph.add_initializer("a", torch.ones(4))
-    b = g.graph.add_initializer("b", torch.ones(4))
-    g.graph.outputs = [g.op("Add", g.op("Add", x, a), b), b]
-    DeduplicateInitializers().run(g.graph)
-    assert list(g.graph.initializers) == ["a", "b"]
+    a, b, c = (g.graph.add_initializer(n, torch.ones(4), const=False) for n in "abc")
+    g.graph.outputs = [g.op("Add", g.op("Add", g.op("Add", x, a), b), c), b]
+    assert DeduplicateInitializers().run(g.graph)
+    assert list(g.graph.initializers) == ["a"]
+    identities = [(n.op_type, [v.name for v in n.inputs], [v.name for v in n.outputs]) for n in g.graph.nodes[:2]]
+    assert identities == [("Identity", ["a"], ["c"]), ("Identity", ["a"], ["b"])]
+    assert [v.name for v in g.graph.outputs][1] == "b" and g.graph.outputs[1].producer is g.graph.nodes[1]
+    np.testing.assert_array_equal(run(g.graph, {"x": X[:4]})[1], np.ones(4, np.float32))
 
 
 def _never_called(sources, start, stop):
@@ -108,4 +113,5 @@ def test_lazy_tensors_by_recipe_never_computed():
     g.graph.outputs = [g.op("Add", g.op("Add", g.op("Add", x, values[0]), values[1]), values[2])]
     assert DeduplicateInitializers().run(g.graph)
     assert list(g.graph.initializers) == ["w0", "w2"]  # same recipe and sources; other sources stay
-    assert [v.name for v in g.graph.nodes[1].inputs] == ["/Add_output_0", "w0"]
+    first = g.graph.nodes[0]
+    assert (first.op_type, [v.name for v in first.inputs], [v.name for v in first.outputs]) == ("Identity", ["w0"], ["w1"])

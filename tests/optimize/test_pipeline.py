@@ -20,11 +20,11 @@ def _names(order):
 
 
 def test_pass_order():
-    assert _names(passes()) == ["RemoveIdentity", "DeadCode", "FoldConvBatchNorm", "DeduplicateInitializers",
-                                "CommonSubexpressions", "DeadCode"]
-    assert _names(passes(training=True)) == ["RemoveIdentity", "DeadCode", "DeduplicateInitializers",
-                                             "CommonSubexpressions", "DeadCode"]
-    assert passes(training=True)[2].by_value is False
+    assert _names(passes()) == ["RemoveIdentity", "DeadCode", "FoldConvBatchNorm", "CommonSubexpressions",
+                                "DeduplicateInitializers", "DeadCode"]
+    assert _names(passes(training=True)) == ["RemoveIdentity", "DeadCode", "CommonSubexpressions",
+                                             "DeduplicateInitializers", "DeadCode"]
+    assert passes(training=True)[3].by_value is False
     assert "DeduplicateInitializers" not in _names(passes(initializers_are_inputs=True))
 
 

@@ -35,11 +35,12 @@ def passes(training: bool = False, initializers_are_inputs: bool = False) -> lis
     ]
     if not training:
         order.append(FoldConvBatchNorm())
+    order.append(CommonSubexpressions())
     if not initializers_are_inputs:
-        # Before CSE: nodes reading duplicate initializers then read the same value and merge.
+        # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
+        # two Identity nodes of one initializer (and with them, two names).
         order.append(DeduplicateInitializers(by_value=not training))
     order += [
-        CommonSubexpressions(),
         # Last: folding, deduplication and CSE leave unread initializers and Constant nodes.
         DeadCode(),
     ]

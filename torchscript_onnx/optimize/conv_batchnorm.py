@@ -106,8 +106,8 @@ def _foldable(graph: Graph, conv: Node, bn: Node):
     return weight, bias, params
 
 
-def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params) -> None:
-    """Rewrite ``conv`` to produce ``bn``'s output with lazily folded weight and bias."""
+def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params, names: tuple[str, str]) -> None:
+    """Rewrite ``conv`` to produce ``bn``'s output with lazily folded weight and bias, named ``names``."""
     scale, shift, mean, var = params
     eps = bn.attr("epsilon", 1e-5)
     transposed = conv.op_type == "ConvTranspose"
@@ -115,8 +115,8 @@ def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params) -> None:
                             (transposed, conv.attr("group", 1), eps))
     new_bias = LazyTensor((_output_channels(conv, weight),), weight.dtype, fused_bias_rows,
                           (bias, scale, shift, mean, var), (eps, weight.dtype))
-    conv.inputs = [conv.inputs[0], graph.add_initializer(FOLDED_NAME, new_weight, const=False),
-                   graph.add_initializer(FOLDED_NAME, new_bias, const=False)]
+    conv.inputs = [conv.inputs[0], graph.add_initializer(names[0], new_weight, const=False),
+                   graph.add_initializer(names[1], new_bias, const=False)]
     graph.value_names.release(conv.outputs[0].name)
     result = bn.outputs[0]  # keeps its name: it may be a graph output
     result.producer = conv
@@ -124,6 +124,19 @@ def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params) -> None:
 
 
 class FoldConvBatchNorm:
+    @staticmethod
+    def _names(graph: Graph, conv: Node) -> tuple[str, str]:
+        """Legacy's names for a folded Conv's weight and bias. Its fold makes three values per
+        Conv, numbered on from the values the converted graph has (``legacy_next_number``, set by
+        the converter): the new Conv's output, then the weight and bias, named after their reader
+        (``onnx::Conv_193``, ``onnx::Conv_194``). Legacy does not fold ConvTranspose: those take
+        ``onnx::ConvTranspose`` with a suffix, outside that numbering."""
+        number = getattr(graph, "legacy_next_number", None)
+        if conv.op_type != "Conv" or number is None:
+            return (f"onnx::{conv.op_type}",) * 2
+        graph.legacy_next_number = number + 3
+        return f"{FOLDED_NAME}_{number + 1}", f"{FOLDED_NAME}_{number + 2}"
+
     def run(self, graph: Graph) -> bool:
         readers = graph.consumers()
         pinned = {id(v) for v in graph.outputs}
@@ -138,7 +151,7 @@ class FoldConvBatchNorm:
                 continue
             found = _foldable(graph, conv, users[0])
             if found is not None:
-                _fold(graph, conv, users[0], *found)
+                _fold(graph, conv, users[0], *found, names=self._names(graph, conv))
                 folded.add(id(users[0]))
         if folded:
             graph.nodes = [node for node in graph.nodes if id(node) not in folded]

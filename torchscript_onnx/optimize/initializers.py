@@ -8,9 +8,11 @@ Cheap first, exact last, and no weight is ever copied:
    exact comparison of all bytes, a megabyte at a time. Lazy tensors are never computed here.
 
 By-value sharing is for inference exports only: in training, two parameters that happen to hold
-the same values (two zero biases) are still two parameters. Readers of a duplicate read the first
-initializer (in ``Graph.initializers`` order) instead; the duplicate goes away. An initializer
-that is a graph output or is read by name inside a subgraph keeps its name.
+the same values (two zero biases) are still two parameters. A duplicate's data goes away but its
+name stays, as in the legacy exporter: it becomes the output of an ``Identity`` of the first
+initializer (in ``Graph.initializers`` order), placed at the start of the graph, so every
+state_dict name is still a value of the graph (readers, graph outputs and subgraphs that read it
+by name are unchanged). Runs after CSE, which would merge two Identity nodes of one initializer.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import hashlib
 import numpy as np
 import torch
 
-from ..ir import Graph, Value
+from ..ir import UNKNOWN, Graph, Value
 from ..lazy import LazyTensor
 from ..serialize import tensor_bytes
-from .subgraphs import subgraph_references
 
 SAMPLE_BYTES = 4096
 COMPARE_CHUNK_BYTES = 1 << 20
@@ -77,16 +78,14 @@ class DeduplicateInitializers:
             for v in node.inputs:
                 if v is not None and v.is_param and v.name in graph.initializers:
                     values.setdefault(v.name, v)
-        keep_name = {v.name for v in graph.outputs} | subgraph_references(graph)
-        canonical: dict[str, str] = {}  # duplicate name -> the name its readers read instead
+        canonical: dict[str, str] = {}  # duplicate name -> the initializer holding its data
         firsts: dict[tuple, str] = {}
         buckets: dict[tuple, list[tuple[str, memoryview]]] = {}
         for name in values:
             tensor = graph.initializers[name]
             first = firsts.setdefault(_identity_key(tensor), name)
             if first != name:
-                if name not in keep_name:
-                    canonical[name] = first
+                canonical[name] = first
                 continue
             if not self.by_value or not _by_value_candidate(tensor):
                 continue
@@ -95,14 +94,18 @@ class DeduplicateInitializers:
             match = next((other for other, other_raw in bucket if _same_bytes(raw, other_raw)), None)
             if match is None:
                 bucket.append((name, raw))
-            elif name not in keep_name:
+            else:
                 canonical[name] = match
         if not canonical:
             return False
-        for node in graph.nodes:
-            node.inputs = [values[canonical[v.name]] if v is not None and v.is_param and v.name in canonical else v
+        for node in graph.nodes:  # every reader reads the one value that keeps the name
+            node.inputs = [values[v.name] if v is not None and v.is_param and v.name in canonical else v
                            for v in node.inputs]
-        for name in canonical:
+        for name, source in canonical.items():
+            value = values[name]
             del graph.initializers[name]
-            graph.value_names.release(name)
+            node = graph.add_node("Identity", "", [values[source]], {}, 0)
+            value.is_param, value.producer, value.const = False, node, UNKNOWN
+            node.outputs.append(value)
+            graph.nodes.insert(0, graph.nodes.pop())  # legacy puts each in front of the graph
         return True
