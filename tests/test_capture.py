@@ -217,3 +217,92 @@ def test_old_style_script_module_exports_and_matches_eager(model, args):
 
     report = verify(model, args, opset_version=17)
     assert report.comparisons
+
+
+# -- torch's fused transformer path is never captured ---------------------------------------------
+
+
+class SelfAttention(torch.nn.Module):
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+
+    def forward(self, x, mask):
+        return self.attention(x, x, x, key_padding_mask=mask, need_weights=False)[0]
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, batch_first: bool, layers: int | None):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=batch_first)
+        self.encoder = layer if layers is None else torch.nn.TransformerEncoder(layer, layers)
+
+    def forward(self, x, mask):
+        return self.encoder(x, src_key_padding_mask=mask)
+
+
+def _sequences(batch_first: bool, length: int):
+    """Inputs and a key padding mask: the first sequence padded after 2 tokens, the other not."""
+    x = torch.randn(3, length, 8) if batch_first else torch.randn(length, 3, 8)
+    mask = torch.zeros(3, length, dtype=torch.bool)
+    mask[0, 2:] = True
+    return x, mask
+
+
+# id, module factory, batch_first
+FAST_PATH_CASES = [
+    ("encoder", lambda: Encoder(True, 2), True),
+    ("encoder-seq-first", lambda: Encoder(False, 2), False),
+    ("encoder-layer", lambda: Encoder(True, None), True),
+    ("multihead-attention", lambda: SelfAttention(True), True),
+    ("multihead-attention-seq-first", lambda: SelfAttention(False), False),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("make, batch_first", [pytest.param(m, b, id=i) for i, m, b in FAST_PATH_CASES])
+def test_transformers_with_padding_masks_export_their_plain_path(make, batch_first):
+    """In eval mode without grad, torch runs these through fused kernels and nested tensors that
+    ONNX cannot express; capture takes the plain path (as the legacy exporter, which traces with
+    grad enabled). Checked at the traced length and another one, where the mask is False (at
+    padded positions the fused path writes zeros, the plain path does not)."""
+    import io
+
+    from torchscript_onnx.verify import run_onnxruntime
+
+    torch.manual_seed(0)
+    model = make().eval()
+    seq = 1 if batch_first else 0
+    axes = {"x": {seq: "length", 1 - seq: "batch"}, "mask": {0: "batch", 1: "length"}, "out": {seq: "length"}}
+    buffer = io.BytesIO()
+    tso.export(model, _sequences(batch_first, 5), buffer, input_names=["x", "mask"], output_names=["out"],
+               dynamic_axes=axes, opset_version=17)
+    assert torch.backends.mha.get_fastpath_enabled()
+    for length in (5, 7):
+        x, mask = _sequences(batch_first, length)
+        with torch.no_grad():
+            expected = model(x, mask)
+        (actual,) = run_onnxruntime(buffer.getvalue(), [x, mask])
+        kept = ~mask if batch_first else ~mask.T
+        torch.testing.assert_close(torch.from_numpy(actual)[kept], expected[kept], rtol=1e-4, atol=1e-5)
+
+
+class Failing(torch.nn.Module):
+    def forward(self, x, mask):
+        raise RuntimeError("forward fails")
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["enabled", "disabled"])
+@pytest.mark.parametrize("model", [Encoder(True, 1).eval(), Failing()], ids=["export", "failed-export"])
+def test_transformer_fast_path_switch_comes_back(model, before):
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(before)
+    try:
+        if isinstance(model, Failing):
+            with pytest.raises(RuntimeError, match="forward fails"):
+                tso.export(model, _sequences(True, 4), None, opset_version=17)
+        else:
+            tso.export(model, _sequences(True, 4), None, opset_version=17)
+        assert torch.backends.mha.get_fastpath_enabled() is before
+    finally:
+        torch.backends.mha.set_fastpath_enabled(previous)

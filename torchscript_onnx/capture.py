@@ -96,7 +96,8 @@ def _state_preserved(model) -> Iterator[None]:
 @contextlib.contextmanager
 def _export_flags(model) -> Iterator[None]:
     """Our flag, torch's own "in ONNX export" flag (so torch's ``is_in_onnx_export()`` agrees inside
-    forward), and the module map that gives traced nodes their scope names."""
+    forward), the module map that gives traced nodes their scope names, and torch's transformer
+    fast path switched off (``_no_transformer_fast_path``)."""
     global _in_export
     previous_ours = _in_export
     torch_globals = _torch_export_globals()
@@ -109,13 +110,29 @@ def _export_flags(model) -> Iterator[None]:
         torch.jit._trace._trace_module_map = {
             m: f"{torch.typename(type(m))}::{_unqualified(name)}" for name, m in model.named_modules()
         }
+    previous_fastpath = _no_transformer_fast_path()
     try:
         yield
     finally:
+        torch.backends.mha.set_fastpath_enabled(previous_fastpath)
         _in_export = previous_ours
         if torch_globals is not None:
             torch_globals.in_onnx_export = previous_torch
         torch.jit._trace._trace_module_map = previous_map
+
+
+def _no_transformer_fast_path() -> bool:
+    """Switch off torch's fused transformer path, returning the switch's previous state.
+
+    In eval mode without grad (capture traces under ``no_grad``), nn.TransformerEncoder(Layer) and
+    nn.MultiheadAttention take fused kernels (``_transformer_encoder_layer_fwd``,
+    ``_native_multi_head_attention``) and, given a key padding mask, nested tensors
+    (``_nested_tensor_from_mask``), which ONNX cannot express. The legacy exporter traces with grad
+    enabled, and parameters that require grad keep those modules on their plain path; the
+    switch ``torch.backends.mha`` offers does the same for every model, also frozen ones."""
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    return previous
 
 
 def _torch_export_globals():
