@@ -301,14 +301,21 @@ INPUT_USES = [
     ("type_as", lambda x, y: y.type_as(x)),
     ("size", lambda x, y: y.reshape(x.size(0), -1)),
     ("numel", lambda x, y: y * x.numel()),
+    ("full_like-runtime-value", lambda x, y: torch.full_like(x, y.sum())),
+    ("fill_-runtime-value", lambda x, y: x.clone().fill_(y.sum())),
+]
+SCALAR_X = [  # a 0-d x: legacy keeps it (it does not fold the Shape of a 0-d tensor)
+    ("full_like-0d", lambda x, y: torch.full_like(x, 1.3, dtype=torch.int) + y.long()),
+    ("zeros_like-0d", lambda x, y: torch.zeros_like(x) + y),
 ]
 
 
-@pytest.mark.parametrize("fn", [pytest.param(row[1], id=row[0]) for row in INPUT_USES])
-def test_graph_inputs_are_the_ones_legacy_keeps(fn, tmp_path):
+@pytest.mark.parametrize("fn, x_shape", [pytest.param(row[1], (2, 3), id=row[0]) for row in INPUT_USES]
+                         + [pytest.param(row[1], (), id=row[0]) for row in SCALAR_X])
+def test_graph_inputs_are_the_ones_legacy_keeps(fn, x_shape, tmp_path):
     import io
 
-    args = (torch.randn(2, 3), torch.randn(2, 3))
+    args = (torch.randn(x_shape), torch.randn(2, 3))
     ours = tso.export(_Pair(fn), args, None, opset_version=17)
     legacy = io.BytesIO()
     with warnings.catch_warnings():

@@ -228,6 +228,31 @@ LEGACY_RUNTIME_READS = frozenset({("aten::view_as", 1), ("aten::reshape_as", 1),
                                   ("aten::rand_like", 0), ("aten::randn_like", 0), ("aten::randint_like", 0)})
 
 
+# Ops that build a tensor shaped like their first input: legacy folds that Shape away only when the
+# rest is constant too (a runtime fill value keeps the input) and the input is not 0-d.
+SHAPED_LIKE_INPUT = frozenset({"aten::full_like", "aten::fill_", "aten::fill", "aten::zeros_like",
+                               "aten::ones_like", "aten::empty_like"})
+
+
+# Ops that hand their input on unchanged: what reads their output reads the input.
+PASS_THROUGH = frozenset({"aten::clone", "aten::detach", "aten::contiguous"})
+
+
+def _read_at_runtime_by_legacy(use) -> bool:
+    kind, node = use.user.kind(), use.user
+    if (kind, use.offset) in LEGACY_RUNTIME_READS:
+        return True
+    if kind in PASS_THROUGH and use.offset == 0:
+        return any(_read_at_runtime_by_legacy(u) for u in node.outputsAt(0).uses())
+    if kind not in SHAPED_LIKE_INPUT or use.offset != 0:
+        return False
+    jit_type = node.inputsAt(0).type()
+    if isinstance(jit_type, torch._C.TensorType) and jit_type.dim() == 0:
+        return True
+    fill = node.inputsAt(1) if kind in ("aten::full_like", "aten::fill_", "aten::fill") else None
+    return fill is not None and fill.node().kind() != "prim::Constant"
+
+
 def _drop_unused_inputs(graph: Graph, user_inputs: list) -> list[int]:
     """Drop graph inputs nothing reads, as the legacy exporter does: user inputs used only in
     Python control flow or for a static size, and (with ``export_params=False``) unused weights.
@@ -239,7 +264,7 @@ def _drop_unused_inputs(graph: Graph, user_inputs: list) -> list[int]:
         return id(value) in used_ids or value.name in used_names
 
     def read_at_runtime_by_legacy(k: int) -> bool:
-        return any((use.user.kind(), use.offset) in LEGACY_RUNTIME_READS for use in user_inputs[k].uses())
+        return any(_read_at_runtime_by_legacy(use) for use in user_inputs[k].uses())
 
     n_user_inputs = len(user_inputs)
     kept = [k for k, value in enumerate(graph.inputs[:n_user_inputs]) if used(value) or read_at_runtime_by_legacy(k)]
