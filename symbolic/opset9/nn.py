@@ -276,11 +276,25 @@ def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_p
         # Extra end padding would be counted; pad explicitly with zeros (counted, like torch's
         # padding) and let ceil-mode windows be clipped with count_include_pad=0.
         padding = _expand_list(padding, n)
+        sizes = sh.sizes(input)[2:] if input.shape is not None else None
         if any(padding):
             input = onnx_ops.pad(g, input, [0, 0] + padding + [0, 0] + padding, "constant", 0.0)
-            padding = [0] * n
-        attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, ceil_mode, n)
-        return g.op("AveragePool", input, count_include_pad_i=0, **attrs)
+        attrs = pool_attrs(g, input, kernel_size, stride, [0] * n, [1] * n, ceil_mode, n)
+        out = g.op("AveragePool", input, count_include_pad_i=0, **attrs)
+        # torch drops a last window that would start in the right padding; ONNX, seeing the
+        # padding as input, keeps it: cut it off (static sizes; dynamic ones keep ONNX's count)
+        if sizes is None or not all(isinstance(d, int) for d in sizes) or not any(padding):
+            return out
+        kernels, strides = attrs["kernel_shape_i"], attrs["strides_i"]
+        axes, ends = [], []
+        for axis, (size, k, s_, p) in enumerate(zip(sizes, kernels, strides, padding)):
+            torch_count = -(-(size + 2 * p - k) // s_) + 1
+            if (torch_count - 1) * s_ >= size + p:
+                torch_count -= 1
+            if torch_count < -(-(size + 2 * p - k) // s_) + 1:
+                axes.append(axis + 2)
+                ends.append(torch_count)
+        return onnx_ops.slice(g, out, axes, [0] * len(axes), ends) if axes else out
     attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, ceil_mode, n)
     return g.op("AveragePool", input, count_include_pad_i=int(count_include_pad), **attrs)
 

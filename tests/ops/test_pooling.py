@@ -55,6 +55,12 @@ CASES = [
     Case("avg_pool1d_ceil_exclude", nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
          randn(2, 3, 10), opsets=POOL_OPSETS),
     Case("avg_pool3d_divisor", nn.AvgPool3d(2, stride=1, padding=1, divisor_override=3), randn(1, 2, 3, 4, 4)),
+    # ceil mode with counted padding: torch drops a last window that would start in the right
+    # padding (9 -> 5 windows, not 6), and clips the others to the padded input
+    Case("avg_pool2d_ceil_include_pad", nn.AvgPool2d(2, stride=2, padding=1, ceil_mode=True),
+         randn(2, 3, 9, 7), opsets=POOL_OPSETS),
+    Case("avg_pool1d_ceil_include_pad_stride3", nn.AvgPool1d(3, stride=3, padding=1, ceil_mode=True),
+         randn(2, 3, 8), opsets=POOL_OPSETS),
     # divisor_override with ceil_mode: the extra tail windows are sum / divisor as well
     Case("avg_pool2d_divisor_ceil", nn.AvgPool2d(3, stride=2, ceil_mode=True, divisor_override=4),
          randn(1, 2, 6, 8)),
