@@ -326,3 +326,24 @@ def test_graph_inputs_are_the_ones_legacy_keeps(fn, x_shape, tmp_path):
     (got,) = _run(ours, feeds)
     if fn is not INPUT_USES[2][1]:  # rand_like: random values
         np.testing.assert_allclose(got, fn(*args).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_default_input_names_never_collide_with_weight_names():
+    """Inputs named after their reader (onnx::LSTM_1) must not take a name a weight already has."""
+
+    class Lstm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(5, 4, 1)
+
+        def forward(self, x, h0, c0):
+            return self.rnn(x, (h0, c0))
+
+    model, args = Lstm().eval(), (torch.randn(3, 2, 5), torch.randn(1, 2, 4), torch.randn(1, 2, 4))
+    proto = tso.export(model, args, None, opset_version=17)
+    names = [i.name for i in proto.graph.input] + [t.name for t in proto.graph.initializer]
+    assert len(names) == len(set(names))
+    got = _run(proto, {i.name: a.numpy() for i, a in zip(proto.graph.input, args)})
+    want = model(*args)
+    for g, w in zip(got, [want[0], *want[1]]):
+        np.testing.assert_allclose(g, w.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -180,7 +180,10 @@ class Graph:
         if not self.value_names.claim(name):
             holder = self._find(name)
             if holder is not None:
-                holder.name = self.value_names.fresh(name)
+                fresh = self.value_names.fresh(name)
+                if holder.is_param:
+                    self.initializers[fresh] = self.initializers.pop(holder.name)
+                holder.name = fresh
         self.value_names.release(value.name)
         if value.is_param:
             self.initializers[name] = self.initializers.pop(value.name)
@@ -194,6 +197,10 @@ class Graph:
         for node in self.nodes:
             for value in node.outputs:
                 if value.name == name:
+                    return value
+        if name in self.initializers:  # a weight: found where a node or the graph reads it
+            for value in [v for node in self.nodes for v in node.inputs] + self.outputs:
+                if value is not None and value.name == name and value.is_param:
                     return value
         return None
 
