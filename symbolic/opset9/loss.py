@@ -220,7 +220,7 @@ def binary_cross_entropy(g, self, target, weight=None, reduction=1):
     log_q = onnx_ops.clip(g, g.op("Log", g.op("Sub", one, self)), -100.0, None)
     loss = g.op("Neg", g.op("Add", g.op("Mul", target, log_p), g.op("Mul", g.op("Sub", one, target), log_q)))
     if not sh.is_none(weight):
-        loss = g.op("Mul", loss, weight)
+        loss = g.op("Mul", loss, onnx_ops.cast(g, weight, self.dtype))  # torch promotes integer weights
     return reduce_loss(g, loss, reduction)
 
 
@@ -233,10 +233,11 @@ def binary_cross_entropy_with_logits(g, self, target, weight=None, pos_weight=No
     softplus = g.op("Add", g.op("Log", g.op("Add", one, g.op("Exp", g.op("Neg", g.op("Abs", self))))),
                     g.op("Relu", g.op("Neg", self)))
     if not sh.is_none(pos_weight):
+        pos_weight = onnx_ops.cast(g, pos_weight, self.dtype)  # torch promotes integer weights
         softplus = g.op("Mul", softplus, g.op("Add", g.op("Mul", g.op("Sub", pos_weight, one), target), one))
     loss = g.op("Add", g.op("Mul", g.op("Sub", one, target), self), softplus)
     if not sh.is_none(weight):
-        loss = g.op("Mul", loss, weight)
+        loss = g.op("Mul", loss, onnx_ops.cast(g, weight, self.dtype))
     return reduce_loss(g, loss, reduction)
 
 

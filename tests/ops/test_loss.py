@@ -84,6 +84,12 @@ CASES = [
     Case("bce-logits-pos-weight-weight",
          lambda x, t: F.binary_cross_entropy_with_logits(x, t, weight=WEIGHT, pos_weight=POS_WEIGHT),
          lambda: (torch.randn(3, 4) * 3, torch.rand(3, 4))),
+    # integer weights as inputs: torch promotes them to the loss dtype
+    Case("bce-logits-int-weights",
+         lambda x, t, w, pw: F.binary_cross_entropy_with_logits(x, t, weight=w, pos_weight=pw),
+         lambda: (torch.randn(3, 4), torch.rand(3, 4), torch.tensor([3]), torch.randint(0, 3, (4,)))),
+    Case("bce-int-weight", lambda p, t, w: F.binary_cross_entropy(p, t, weight=w),
+         lambda: (*probs_pair(3, 4)(), torch.tensor([2]))),
     # kl_div
     *[Case(f"kl_div-{r}", lambda x, t, r=r: F.kl_div(x, t, reduction=r),
            lambda: (torch.randn(3, 4).log_softmax(1), torch.rand(3, 4).softmax(1))) for r in REDUCTIONS],
