@@ -187,12 +187,16 @@ def unsafe_split_with_sizes(g, self, split_sizes, dim=None):
 
 
 @_onnx_symbolic("aten::chunk")
-@sh.parse_args("v", "i", "i")
+@sh.parse_args("v", "v", "i")
 def chunk(g, self, chunks, dim=0):
     """chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]"""
     rank = require_rank("chunk", self)
     dim = axis_of(dim, rank)
-    if not sh.is_static(self, dim):
+    if sh.const(chunks) is not sh.UNKNOWN:
+        chunks = sh._get_const(chunks, "i", "chunks")
+    if not isinstance(chunks, int) or not sh.is_static(self, dim):
+        # A runtime size along dim or a runtime number of chunks (x.chunk(x.size(0), 1)): the
+        # chunk length is computed at runtime; the trace tells how many pieces come out.
         count = _list_length_from_trace(g)
         if count is None:
             return _runtime_pieces(g, self, dim, "chunk", _chunk_step(g, self, chunks, dim))
@@ -205,13 +209,18 @@ def chunk(g, self, chunks, dim=0):
     return _split_by_size(g, self, step, dim)
 
 
-def _chunk_step(g, self, chunks: int, dim: int) -> Value:
-    """ceil(size / chunks): the length of each chunk but the last."""
+def _chunk_step(g, self, chunks, dim: int) -> Value:
+    """ceil(size / chunks): the length of each chunk but the last; ``chunks`` an int or a runtime value."""
     size = onnx_ops.size(g, self, dim)
-    return g.op("Div", g.op("Add", size, g.constant(chunks - 1, torch.int64)), g.constant(chunks, torch.int64))
+    if isinstance(chunks, int):
+        return g.op("Div", g.op("Add", size, g.constant(chunks - 1, torch.int64)), g.constant(chunks, torch.int64))
+    chunks = onnx_ops.cast(g, chunks, torch.int64)
+    chunks = reshape_to(g, chunks, []) if chunks.rank else chunks
+    less_one = g.op("Sub", chunks, g.constant(1, torch.int64))
+    return g.op("Div", g.op("Add", size, less_one), chunks)
 
 
-def _chunk_runtime(g, self, chunks: int, dim: int, count: int) -> list[Value]:
+def _chunk_runtime(g, self, chunks, dim: int, count: int) -> list[Value]:
     step = _chunk_step(g, self, chunks, dim)
     outs = []
     for k in range(count):

@@ -780,12 +780,20 @@ def diag(g, self, diagonal_=0):
     return g.op("Gather", padded, g.constant(index, torch.int64), axis_i=0)
 
 
-def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
+def _triangle(g, self, diagonal_, lower: bool) -> Value:
+    """``diagonal_`` an int, or a runtime value (Trilu's k input, opset 14)."""
     rank = require_rank("tril" if lower else "triu", self)
     if rank < 2:
         sh.value_error("tril/triu need at least 2 dims", self)
+    if sh.const(diagonal_) is not sh.UNKNOWN:
+        diagonal_ = sh._get_const(diagonal_, "i", "diagonal")
+    elif g.opset < 14:
+        sh.value_error("tril/triu with a diagonal known only at runtime need Trilu (opset 14; pass "
+                       "opset_version=14)", diagonal_)
     if g.opset >= 14:
-        k = g.constant(diagonal_, torch.int64)
+        k = g.constant(diagonal_, torch.int64) if isinstance(diagonal_, int) else \
+            onnx_ops.cast(g, diagonal_, torch.int64)
+        k = reshape_to(g, k, []) if k.rank else k
         if self.dtype in (torch.int8, torch.int16, torch.uint8):  # onnxruntime's Trilu lacks these
             wide = g.op("Trilu", onnx_ops.cast(g, self, torch.int64), k, upper_i=0 if lower else 1)
             return onnx_ops.cast(g, wide, self.dtype)
@@ -803,14 +811,12 @@ def _triangle(g, self, diagonal_: int, lower: bool) -> Value:
 
 
 @_onnx_symbolic("aten::tril")
-@sh.parse_args("v", "i")
 def tril(g, self, diagonal_=0):
     """tril(Tensor self, int diagonal=0) -> Tensor"""
     return _triangle(g, self, diagonal_, lower=True)
 
 
 @_onnx_symbolic("aten::triu")
-@sh.parse_args("v", "i")
 def triu(g, self, diagonal_=0):
     """triu(Tensor self, int diagonal=0) -> Tensor"""
     return _triangle(g, self, diagonal_, lower=False)

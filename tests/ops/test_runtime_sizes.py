@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.optable import Case, run_case
+from tests.optable import Case, run_case, scripted
 from torchscript_onnx import export
 
 # 9: the lowest that computes sizes (NonZero ranges); 11: Range, DepthToSpace; 13: axes inputs.
@@ -22,7 +22,7 @@ def _dynamic(name, fn, shapes, axes, others, **options):
     names = [f"in{k}" for k in range(len(shapes))]
 
     def make(shapes):
-        return tuple(s if isinstance(s, torch.Tensor) else torch.randn(*s) for s in shapes)
+        return tuple(s if isinstance(s, (torch.Tensor, int)) else torch.randn(*s) for s in shapes)
 
     return Case(name, fn, lambda: make(shapes), other_inputs=lambda: [make(o) for o in others],
                 export_options=dict(input_names=names, dynamic_axes=dict(zip(names, axes))), **options)
@@ -64,6 +64,22 @@ def unshuffle(x):
     return F.pixel_unshuffle(x, 3)
 
 
+def chunk_by_size(x):
+    return x.chunk(x.size(0), 1)
+
+
+def chunk_by_size_negative_dim(x):
+    return x.chunk(x.size(0) + 1, -1)
+
+
+def tril_by(x, k: int):
+    return torch.tril(x, k)
+
+
+def triu_by(x, k: int):
+    return torch.triu(x, k)
+
+
 def _labels(*values):
     return torch.tensor(values)
 
@@ -77,6 +93,15 @@ CASES = [
     _dynamic("linspace_int", linspace_int, [(6,)], [[0]], [[(9,)], [(1,)]]),
     _dynamic("one_hot_classes", one_hot_by_size, [_labels(0, 2, 1), (4,)], [[0], [0]],
              [[_labels(4, 0), (5,)], [_labels(1, 1, 0, 1), (2,)]]),
+    # runtime slicing (10) or sequences (11, scripted): below, a clear error
+    _dynamic("chunk_count_static_dim", chunk_by_size, [(3, 12)], [[0]], [[(3, 12)]], min_opset=11),
+    _dynamic("chunk_count_dynamic_dim", chunk_by_size, [(3, 18)], [[0, 1]], [[(3, 13)], [(3, 15)], [(3, 16)]],
+             min_opset=11),
+    _dynamic("chunk_count_negative_dim", chunk_by_size_negative_dim, [(2, 9)], [[0, 1]], [[(2, 7)], [(2, 3)]],
+             min_opset=11),
+    # an int graph input as the diagonal: Trilu's k (opset 14)
+    *[_dynamic(f"{fn.__name__}_k{k}", fn, [(3, 5), k], [[0], []], [[(6, 5), k]], min_opset=14)
+      for fn in (tril_by, triu_by) for k in (-1, 2)],
     _dynamic("pixel_shuffle_dynamic", shuffle, [(1, 8, 3, 4)], [[0, 2, 3]], [[(2, 8, 5, 2)], [(3, 8, 1, 1)]]),
     _dynamic("pixel_shuffle_dynamic_channels", shuffle, [(1, 8, 3, 4)], [[0, 1, 2, 3]], [[(2, 12, 2, 3)]]),
     _dynamic("pixel_unshuffle_dynamic", unshuffle, [(1, 2, 6, 9)], [[0, 2, 3]], [[(2, 2, 3, 12)], [(1, 2, 9, 3)]]),
@@ -88,6 +113,11 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("script", [False, True], ids=["trace", "script"])
 def test_runtime_size(case, opset, script):
+    if opset < case.min_opset:
+        model = scripted(case) if script else case.module()
+        with pytest.raises(Exception, match=r"opset 1[014]"):
+            export(model, case.inputs(), io.BytesIO(), opset_version=opset, **case.export_options)
+        return
     run_case(case, opset, script=script)
 
 
