@@ -27,6 +27,11 @@ class ToList(torch.nn.Module):
         return torch.tensor(values) * 2
 
 
+class NumberOfOneElement(torch.nn.Module):
+    def forward(self, x):  # float()/int() of a one-element tensor of rank 1 is a number (0-d)
+        return torch.tensor([float(x), float(int(x * 10))])
+
+
 class SetSource(torch.nn.Module):
     def forward(self, x, y):
         x.set_(y)
@@ -38,6 +43,7 @@ CASES = [
     ("norm-layout-and-device-type", NormWithDefaults, (torch.randn(3, 4),), [(torch.randn(5, 4),)]),
     ("data", DataSize, (torch.randn(3, 4),), []),
     ("tolist", ToList, (torch.randint(100, (4,)),), []),
+    ("number-of-one-element", NumberOfOneElement, (torch.randn(1),), []),
     ("set_", SetSource, (torch.ones(2, 3), torch.randn(4, 6)), []),
 ]
 

@@ -111,7 +111,10 @@ def _to_python_number(g, value: Value, kind, dtype: torch.dtype):
     raw = sh.const(value)
     if raw is not sh.UNKNOWN:
         return Value("", const=kind(raw.item() if isinstance(raw, torch.Tensor) else raw))
-    return onnx_ops.cast(g, value, dtype)
+    number = onnx_ops.cast(g, value, dtype)
+    if value.rank:  # float(t) of a one-element tensor of any rank is a number: 0-d
+        number = g.op("Reshape", number, g.constant(torch.zeros(0, dtype=torch.int64)))
+    return number
 
 
 @_onnx_symbolic("aten::size")
