@@ -278,6 +278,8 @@ def _dtype_from_to_args(args) -> torch.dtype | None:
         if isinstance(arg, Value) and not arg.is_const and arg.dtype is not None:
             return arg.dtype  # to.other
         raw = sh.const(arg, None)
+        if isinstance(raw, torch.Tensor):
+            return raw.dtype  # to.other with a tensor known at export time
         if isinstance(raw, int) and not isinstance(raw, bool):
             return dtypes.from_scalar_type(raw)
     return None
