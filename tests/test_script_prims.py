@@ -32,6 +32,13 @@ class NumberOfOneElement(torch.nn.Module):
         return torch.tensor([float(x), float(int(x * 10))])
 
 
+class DeviceCompare(torch.nn.Module):
+    def forward(self, x):  # a Device constant is stored as its name: it must still equal x.device
+        if x.device != torch.device("cpu"):
+            return x
+        return torch.zeros_like(x) + x.sum()
+
+
 class SetSource(torch.nn.Module):
     def forward(self, x, y):
         x.set_(y)
@@ -44,6 +51,7 @@ CASES = [
     ("data", DataSize, (torch.randn(3, 4),), []),
     ("tolist", ToList, (torch.randint(100, (4,)),), []),
     ("number-of-one-element", NumberOfOneElement, (torch.randn(1),), []),
+    ("device-compare", DeviceCompare, (torch.randn(3, 4),), [(torch.randn(5, 4),)]),
     ("set_", SetSource, (torch.ones(2, 3), torch.randn(4, 6)), []),
 ]
 

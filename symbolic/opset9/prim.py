@@ -30,8 +30,9 @@ def _jit_constant(node: torch._C.Node):
         return bool(value) if isinstance(output.type(), torch._C.BoolType) else value
     if kind == "f":
         return node.f("value")
-    if kind == "s":
-        return node.s("value")
+    if kind == "s":  # a string, or a device stored as its name ("cpu")
+        text = node.s("value")
+        return torch.device(text) if isinstance(output.type(), torch._C.DeviceObjType) else text
     return output.toIValue()
 
 
