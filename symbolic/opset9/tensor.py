@@ -759,8 +759,32 @@ def diagonal_layout(g, self, offset: int, dim1: int, dim2: int):
 @sh.parse_args("v", "i", "i", "i")
 def diagonal(g, self, offset=0, dim1=0, dim2=1):
     """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)"""
+    rank = require_rank("diagonal", self)
+    if not (sh.is_static(self, dim1 % rank) and sh.is_static(self, dim2 % rank)):
+        if g.opset < 11:
+            sh.value_error("diagonal of a matrix sized at runtime needs Range (opset 11; pass opset_version=11)",
+                           self)
+        return _diagonal_runtime(g, self, offset, axis_of(dim1, rank), axis_of(dim2, rank))
     flat, n, m, perm, positions = diagonal_layout(g, self, offset, dim1, dim2)
     return g.op("Gather", flat, g.constant(positions, torch.int64), axis_i=len(perm) - 2)
+
+
+def _diagonal_runtime(g, self, offset: int, dim1: int, dim2: int) -> Value:
+    """The diagonal of an n x m matrix sized at runtime: rows r in [max(0, -offset), min(n, m - offset))
+    of the flattened matrix at r * (m + 1) + offset (Range, opset 11)."""
+    rank = self.rank
+    rest = [d for d in range(rank) if d not in (dim1, dim2)]
+    perm = rest + [dim1, dim2]
+    moved = self if perm == list(range(rank)) else g.op("Transpose", self, perm_i=perm)
+    flat = g.op("Reshape", moved, g.constant([0] * len(rest) + [-1], torch.int64))
+    n, m = onnx_ops.size(g, self, dim1), onnx_ops.size(g, self, dim2)
+    cols_left = g.op("Sub", m, g.constant(offset, torch.int64))
+    end = g.op("Where", g.op("Less", n, cols_left), n, cols_left)  # (int Min only from opset 12)
+    # Range over an empty span (end <= start) is empty, as torch's diagonal is then
+    rows = g.op("Range", g.constant(max(0, -offset), torch.int64), end, g.constant(1, torch.int64))
+    positions = g.op("Add", g.op("Mul", rows, g.op("Add", m, g.constant(1, torch.int64))),
+                     g.constant(offset, torch.int64))
+    return g.op("Gather", flat, positions, axis_i=len(rest))
 
 
 @_onnx_symbolic("aten::diag")

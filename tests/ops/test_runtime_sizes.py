@@ -80,6 +80,18 @@ def triu_by(x, k: int):
     return torch.triu(x, k)
 
 
+def diagonal_default(x):
+    return torch.diagonal(x)
+
+
+def diagonal_offset_dims(x):
+    return torch.diagonal(x, 2, -1, 1)
+
+
+def diagonal_negative_offset(x):
+    return torch.diagonal(x, -1, 0, 2)
+
+
 def _labels(*values):
     return torch.tensor(values)
 
@@ -99,6 +111,9 @@ CASES = [
              min_opset=11),
     _dynamic("chunk_count_negative_dim", chunk_by_size_negative_dim, [(2, 9)], [[0, 1]], [[(2, 7)], [(2, 3)]],
              min_opset=11),
+    # diagonal of matrices sized at runtime: Range (opset 11)
+    *[_dynamic(fn.__name__, fn, [(2, 4, 5, 3)], [[0, 1, 2, 3]], [[(5, 6, 7, 2)], [(3, 1, 4, 6)], [(4, 2, 2, 2)]],
+               min_opset=11) for fn in (diagonal_default, diagonal_offset_dims, diagonal_negative_offset)],
     # an int graph input as the diagonal: Trilu's k (opset 14)
     *[_dynamic(f"{fn.__name__}_k{k}", fn, [(3, 5), k], [[0], []], [[(6, 5), k]], min_opset=14)
       for fn in (tril_by, triu_by) for k in (-1, 2)],
