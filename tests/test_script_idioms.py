@@ -12,10 +12,11 @@ where the model has them).
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from torchscript_onnx.verify import verify
@@ -240,6 +241,14 @@ class DynListOps(nn.Module):
         y = xs.pop(-1)
         return torch.stack(xs, 0).sum(0) + y, xs[1], len(xs)
 
+class TupleFromRaisingBranch(nn.Module):
+    def forward(self, t) -> Tuple[torch.Tensor, torch.Tensor]:
+        if float(t.sum()) < 0:
+            raise ValueError("negative")
+        else:
+            return t * 2, t + 1
+
+
 # name -> (model class, example args, other args)
 MODELS = {
     "chunk_getitem": (ChunkGetitem, (torch.randn(2, 4),), [(torch.randn(2, 4),)]),
@@ -269,6 +278,7 @@ MODELS = {
     "greedy_decode": (GreedyDecode, (torch.randn(2, 6), 5), [(torch.randn(2, 6), 8)]),
     "int_list_math": (IntListMath, (torch.randn(2, 3, 4),), []),
     "list_ops": (ListOps, (torch.randn(2, 3),), []),
+    "tuple_from_raising_branch": (TupleFromRaisingBranch, (torch.ones(3),), [(torch.zeros(3),)]),
     "dyn_list_ops": (DynListOps, (torch.randn(2, 3), 3), [(torch.randn(2, 3), 5)]),
 }
 
@@ -364,3 +374,50 @@ def test_runtime_length_list(name, opset):
     names = ["x", *[f"in{k}" for k in range(1, len(args))]]
     verify(torch.jit.script(model_class()), args, opset_version=opset, other_inputs=others, input_names=names,
            dynamic_axes=dynamic, rtol=1e-4, atol=1e-5)
+
+
+class IndexByCounter(nn.Module):
+    def forward(self, x, k: int):
+        sizes = [x.size(0), x.size(1), 7]
+        rows = [x[0], x[1] * 2, x[2] - 1]
+        acc = x[0] * 0
+        for i in range(k):
+            acc = acc + rows[i - 1] * sizes[i]
+        return acc
+
+
+class BatchStatsNorm(nn.Module):
+    """batch_norm without running stats scripted: torch's batch-size check indexes the size list
+    by a loop counter."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(3, track_running_stats=False)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class ScaledInterpolate(nn.Module):
+    """interpolate by a scale factor scripted: torch builds the output size in a loop (a list of
+    numbers filled in a loop, a scan output below opset 11)."""
+
+    def forward(self, x):
+        return F.interpolate(x, mode="nearest", scale_factor=2.0)
+
+
+# lists where ONNX has no sequences (opset < 11): known-length lists indexed at runtime (stacked and
+# gathered), number lists filled in a loop (stacked by the loop)
+WITHOUT_SEQUENCES = {
+    "scaled_interpolate": (ScaledInterpolate, (torch.randn(1, 2, 3, 2, 4),), []),
+    "index_by_counter": (IndexByCounter, (torch.randn(3, 4), 3), [(torch.randn(3, 4), 1), (torch.randn(3, 4), 0)]),
+    "batch_stats_norm": (BatchStatsNorm, (torch.randn(2, 3, 4, 4),), [(torch.randn(2, 3, 4, 4) * 3,)]),
+}
+
+
+@pytest.mark.parametrize("opset", (9, 10, 13))
+@pytest.mark.parametrize("name", sorted(WITHOUT_SEQUENCES))
+def test_lists_without_sequences(name, opset):
+    model_class, args, others = WITHOUT_SEQUENCES[name]
+    torch.manual_seed(0)
+    verify(torch.jit.script(model_class()), args, opset_version=opset, other_inputs=others, rtol=1e-4, atol=1e-5)

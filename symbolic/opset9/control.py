@@ -228,10 +228,17 @@ def _scanned_lists(g, body, mutated: list, env: dict) -> list:
     return scanned
 
 
-def _from_scan(g, stacked: Value, element: Value) -> Value:
-    """The list a scan output stands for: its slices along axis 0, as a sequence."""
+def _from_scan(g, stacked: Value, element: Value, jit_list) -> Value:
+    """The list a scan output stands for: its slices along axis 0, as a sequence. Below opset 11
+    (no sequences) a list of numbers is its 1-D tensor, which is how symbolics take int[]/float[]
+    of runtime values."""
     stacked.dtype = element.dtype
     stacked.shape = None if element.shape is None else (None, *element.shape)
+    if g.opset < 11:
+        if isinstance(jit_list.type().getElementType(), torch._C.TensorType):
+            sh.value_error("a list of tensors filled in a loop needs ONNX sequences: opset 11 or later "
+                           "(pass opset_version=11)", stacked)
+        return stacked
     out = g.op("SplitToSequence", stacked, axis_i=0, keepdims_i=0)
     out.dtype, out.shape, out.sequence = element.dtype, element.shape, True
     return out
@@ -280,16 +287,23 @@ def prim_loop(g, max_trip_count, condition, *carried):
         if body_output.dtype != value.dtype and None not in (body_output.dtype, value.dtype):
             sh.value_error(f"prim::Loop: a carried value changes dtype ({value.dtype} -> {body_output.dtype})")
         body_output.shape = _open_dims(body_output) if body_output.shape is not None else None
-    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *values, body_g=body_graph,
-                   outputs=len(values) + len(scanned))
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    flag = []
+    if not values:  # a loop that only scans: onnxruntime wants a carried value, so it carries a flag
+        flag_in = body_graph.add_input(f"{g.scope}/unused", torch.bool, ())
+        flag_out = body_graph.add_node("Identity", "", [flag_in], {}, 1, g.scope, g.source).outputs[0]
+        flag_out.dtype, flag_out.shape = torch.bool, ()
+        body_graph.outputs.insert(1, flag_out)
+        flag = [g.materialize(g.constant(True, torch.bool))]
+    outputs = g.op("Loop", trip_input, _as_bool(g, condition), *values, *flag, body_g=body_graph,
+                   outputs=len(values) + len(flag) + len(scanned))
+    outputs = (outputs if isinstance(outputs, tuple) else (outputs,))[len(flag):]
     for out, value, body_output in zip(outputs, values, body_outputs[1:]):
         out.dtype, out.shape, out.sequence = value.dtype, _open_dims(value), value.sequence
         if value.sequence:
             out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
     if not scanned:
         return _results(g, outputs)
-    new = {m.unique(): _from_scan(g, out, e) for m, out, e in zip(scanned, outputs[len(values):], scan_elements)}
+    new = {m.unique(): _from_scan(g, out, e, m) for m, out, e in zip(scanned, outputs[len(values):], scan_elements)}
     new.update((m.unique(), out) for m, out in zip(mutated, outputs[n_block:len(values)]))
     return _results(g, (*outputs[:n_block], *[new[m.unique()] for m in every_mutated]))
 
@@ -435,7 +449,29 @@ def len_(g, values):
 def getitem(g, values, index):
     """__getitem__.t(t[](a) list, int idx) -> t(*)"""
     items = _items(values)
+    if sh.const(index) is sh.UNKNOWN and items:
+        return _gather_item(g, items, index)
     return items[_index(g, index, len(items), "list[i]")]
+
+
+def _gather_item(g, items: list[Value], index: Value) -> Value:
+    """``list[i]`` of a list of known length at a runtime index, without sequences (opset < 11):
+    the items stacked into one tensor, then gathered (numbers, or tensors of one static shape)."""
+    jit_type = g.original_node.inputsAt(0).type()
+    dtype = number_dtype(jit_type.getElementType()) if isinstance(jit_type, torch._C.ListType) else None
+    tensors = [_typed_number(g, item, dtype) for item in items]
+    shapes = {t.shape for t in tensors}
+    if len(shapes) != 1 or None in shapes or any(not isinstance(d, int) for d in next(iter(shapes))) \
+            or len({t.dtype for t in tensors}) != 1:
+        sh.value_error("list[i] with an index known only at runtime needs ONNX sequences: opset 11 or later "
+                       "(below it, only lists of numbers or of tensors of one static shape)", index)
+    stacked = g.op("Concat", *[onnx_ops.unsqueeze(g, t, [0]) for t in tensors], axis_i=0)
+    n = len(tensors)
+    position = _typed_number(g, index, torch.int64)
+    # negative positions count from the back (Gather takes them only from opset 11)
+    below = onnx_ops.cast(g, g.op("Less", position, g.constant(0, torch.int64)), torch.int64)
+    position = g.op("Add", position, g.op("Mul", below, g.constant(n, torch.int64)))
+    return g.op("Gather", stacked, position, axis_i=0)
 
 
 @_onnx_symbolic("aten::__is__")
@@ -467,8 +503,10 @@ UNINITIALIZED = Value("", const=None)
 
 @_onnx_symbolic("prim::Uninitialized")
 def prim_uninitialized(g):
-    """prim::Uninitialized() -> Any: a value that is never read."""
-    return UNINITIALIZED
+    """prim::Uninitialized() -> Any: a value that is never read (a tuple of them, once tuples are
+    lowered, has one output per item)."""
+    n = g.original_node.outputsSize()
+    return UNINITIALIZED if n == 1 else (UNINITIALIZED,) * n
 
 
 @_onnx_symbolic("aten::__contains__")
