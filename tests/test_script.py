@@ -217,6 +217,22 @@ class WordLanguageModel(nn.Module):
         return F.log_softmax(decoded, dim=1), h, c
 
 
+class RunningMaxOptional(nn.Module):
+    """An Optional that is None until the loop's first step, tested for None inside and after it."""
+
+    def forward(self, x):
+        best: Optional[torch.Tensor] = None
+        for k in range(x.size(0)):
+            row = x[k]
+            if best is None:
+                best = row
+            else:
+                best = torch.maximum(best, row)
+        if best is None:
+            return x.sum(0) - 1.0
+        return best * 2.0
+
+
 def _archive():
     buffer = io.BytesIO()
     torch.jit.save(torch.jit.script(WhileDataStop()), buffer)
@@ -270,6 +286,10 @@ CASES = {
                             [(torch.randint(0, 30, (7, 3)), torch.randn(2, 3, 8), torch.randn(2, 3, 8))],
                             set(), 11, {"input_names": ["tokens", "h0", "c0"],
                                         "dynamic_axes": {"tokens": [0, 1], "h0": [1], "c0": [1]}}),
+    "running_max_optional": (lambda: torch.jit.script(RunningMaxOptional()), (torch.randn(3, 4),),
+                             [(torch.randn(1, 4),), (torch.randn(0, 4),), (torch.randn(6, 4),)],
+                             {"Loop", "If", "OptionalHasElement"}, 16,
+                             {"input_names": ["x"], "dynamic_axes": {"x": [0]}}),
     "saved_archive": (_archive, (_x(0.1, -0.2, 0.3),), [(_x(50.0, 60.0, 1.0),), (_x(1.0, 2.0, 3.0),)],
                       {"Loop"}, 11),
 }
@@ -351,3 +371,72 @@ def test_scripted_modules_as_functions():
     proto = onnx.load_from_string(buffer.getvalue())
     assert [(f.domain, f.name) for f in proto.functions] == [(Scaled.__module__, "Scaled")]
     assert "Scaled" in {node.op_type for node in proto.graph.node}
+
+
+class NoneUnlessLong(nn.Module):
+    def forward(self, x) -> Optional[torch.Tensor]:
+        out: Optional[torch.Tensor] = None
+        if x.size(0) > 2:
+            out = x + 1
+        return out
+
+
+class NoneWhenLong(nn.Module):
+    def forward(self, x) -> Optional[torch.Tensor]:
+        out: Optional[torch.Tensor] = x * 3
+        if x.size(0) > 2:
+            out = None
+        return out
+
+
+class SetInLoop(nn.Module):
+    def forward(self, x) -> Optional[torch.Tensor]:
+        out: Optional[torch.Tensor] = None
+        for k in range(x.size(0)):
+            out = x - k
+        return out
+
+
+class ClearedInLoop(nn.Module):
+    def forward(self, x) -> Optional[torch.Tensor]:
+        out: Optional[torch.Tensor] = x
+        for _ in range(x.size(0)):
+            out = None
+        return out
+
+
+OPTIONAL_OUTPUTS = {"none_unless_long": NoneUnlessLong, "none_when_long": NoneWhenLong,
+                    "set_in_loop": SetInLoop, "cleared_in_loop": ClearedInLoop}
+
+
+@pytest.mark.parametrize("opset", (16, 20, 26))
+@pytest.mark.parametrize("name", sorted(OPTIONAL_OUTPUTS))
+def test_optional_output(name, opset):
+    """An Optional output that is None on some paths is an ONNX optional (in the graph's output and
+    every branch), None in onnxruntime exactly where PyTorch returns None, else the same tensor."""
+    import onnxruntime
+
+    model = torch.jit.script(OPTIONAL_OUTPUTS[name]())
+    buffer = io.BytesIO()
+    export(model, (torch.ones(1),), buffer, opset_version=opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    proto = onnx.load_from_string(buffer.getvalue())
+    expected = onnx.helper.make_optional_type_proto(onnx.helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, ("n",)))
+    assert proto.graph.output[0].type == expected
+    for node in proto.graph.node:
+        for attr in node.attribute:
+            if node.op_type == "If":
+                assert attr.g.output[0].type.HasField("optional_type")
+    session = onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    for n in (0, 1, 2, 3, 5):
+        x = torch.randn(n)
+        (got,) = session.run(None, {"x": x.numpy()})
+        want = model(x)
+        assert (got is None) == (want is None), f"n={n}: onnxruntime {got}, PyTorch {want}"
+        if want is not None:
+            torch.testing.assert_close(torch.from_numpy(got), want)
+
+
+def test_optional_needs_opset_16():
+    with pytest.raises(Exception, match="opset 16"):
+        export(torch.jit.script(NoneUnlessLong()), (torch.ones(3),), io.BytesIO(), opset_version=15,
+               input_names=["x"], dynamic_axes={"x": {0: "n"}})

@@ -203,6 +203,7 @@ class Converter:
             name = jit_input.debugName().split(".")[0] if not jit_input.debugName().isdigit() else "in"
             self.env[jit_input.unique()] = graph.add_input(f"{ctx.scope}/{name}", value.dtype, value.shape)
             self.env[jit_input.unique()].sequence = value.sequence
+            self.env[jit_input.unique()].optional = value.optional
         outer, self.ctx = self.ctx, sub
         try:
             self.convert_block(block)

@@ -29,7 +29,8 @@ UNKNOWN: Any = _Unknown()
 
 
 class Value:
-    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence")
+    __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence",
+                 "optional")
 
     def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
         self.name = name
@@ -45,6 +46,9 @@ class Value:
         # An ONNX sequence (a list whose length is known only at runtime); dtype and shape then
         # describe its elements.
         self.sequence = False
+        # An ONNX optional (a scripted ``Optional[Tensor]`` that is None on some paths); dtype and
+        # shape then describe its element.
+        self.optional = False
 
     @property
     def is_const(self) -> bool:

@@ -71,6 +71,8 @@ def _value_info(value: Value) -> onnx.ValueInfoProto:
     tensor_type = info.type.tensor_type
     if getattr(value, "sequence", False):
         tensor_type = info.type.sequence_type.elem_type.tensor_type
+    elif getattr(value, "optional", False):
+        tensor_type = info.type.optional_type.elem_type.tensor_type
     if value.dtype is not None:
         tensor_type.elem_type = dtypes.to_onnx(value.dtype)
     if value.shape is not None:
@@ -118,6 +120,9 @@ def _attribute(name: str, kind: str, value) -> onnx.AttributeProto:
         return helper.make_attribute(name, graph_proto(value, name=name) if isinstance(value, Graph) else value)
     if kind == "s":
         return helper.make_attribute(name, value.encode() if isinstance(value, str) else value)
+    if kind == "tp":  # a tensor type, held as (torch dtype, shape) so that it stays hashable
+        dtype, shape = value
+        return helper.make_attribute(name, helper.make_tensor_type_proto(dtypes.to_onnx(dtype), shape))
     attr_type = {
         "i": onnx.AttributeProto.INT, "f": onnx.AttributeProto.FLOAT,
         "is": onnx.AttributeProto.INTS, "fs": onnx.AttributeProto.FLOATS, "ss": onnx.AttributeProto.STRINGS,

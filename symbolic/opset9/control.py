@@ -131,6 +131,53 @@ def _retype_placeholder(node, placeholder: Value, like: Value) -> None:
     placeholder.dtype, placeholder.shape = dtype, shape
 
 
+# -- Optional[T] values that are None on some paths: ONNX optionals (Optional op from 15; If and
+# Loop carry them from 16) -------------------------------------------------------------------
+
+
+def optional(graph, value: Value | None, scope: str = "", source: str = "") -> Value:
+    """ONNX Optional in ``graph``: ``value`` wrapped, or an empty optional (a None) whose element
+    type ``type_optionals`` fills in once the other path shows it."""
+    node = graph.add_node("Optional", "", [] if value is None else [value], {}, 1, scope, source)
+    out = node.outputs[0]
+    out.optional = True
+    if value is not None:
+        out.dtype, out.shape = value.dtype, value.shape
+        node.attrs["type"] = ("tp", (value.dtype or torch.float32, value.shape))
+    return out
+
+
+def type_optionals(values, dtype, shape) -> None:
+    """Give optionals made by ``optional`` their element type (an empty one needs it)."""
+    for value in values:
+        value.dtype, value.shape = dtype, shape
+        if value.producer is not None and value.producer.op_type == "Optional":
+            value.producer.attrs["type"] = ("tp", (dtype or torch.float32, shape))
+
+
+def _require_optionals(g) -> None:
+    if g.opset < 16:
+        sh.value_error("a value that is None on some paths of a branch or loop needs ONNX optionals: "
+                       "opset 16 or later (pass opset_version=16)")
+
+
+def _as_optional(g, graphs_outputs: list, k: int) -> tuple:
+    """Make output ``k`` of every (graph, outputs) pair an optional; return its element dtype and shape."""
+    _require_optionals(g)
+    values = [outputs[k] for _, outputs in graphs_outputs]
+    typed = [v for v in values if v.dtype is not None]
+    dtype = typed[0].dtype if typed else None
+    shape = typed[0].shape if typed else None
+    for v in typed[1:]:
+        shape = _merged_shape(shape, v.shape)
+    for graph, outputs in graphs_outputs:
+        if not outputs[k].optional:
+            outputs[k] = optional(graph, outputs[k], g.scope, g.source)
+            graph.outputs[k] = outputs[k]
+    type_optionals([outputs[k] for _, outputs in graphs_outputs], dtype, shape)
+    return dtype, shape
+
+
 def _results(g, outputs):
     """The If/Loop's outputs (then the outer values it mutates) as the converter binds them: the
     node's lone output alone, since a 1-tuple for an output of list type reads as its elements."""
@@ -167,11 +214,16 @@ def prim_if(g, condition):
             placeholder = _placeholder(g, jit_type)
             placeholders[id(placeholder)] = placeholder.producer
             return placeholder
+        if value.is_none:  # None on this path of an Optional: an empty ONNX optional
+            return optional(g.graph, None, g.scope, g.source)
         return _finish(g, value, jit_type)
 
     then_graph, then_outputs = g.convert_block(then_block, [], mutated=mutated, finish=finish)
     else_graph, else_outputs = g.convert_block(else_block, [], mutated=mutated, finish=finish)
-    for a, b in zip(then_outputs, else_outputs):
+    for k, (a, b) in enumerate(zip(then_outputs, else_outputs)):
+        if a.optional or b.optional:
+            _as_optional(g, [(then_graph, then_outputs), (else_graph, else_outputs)], k)
+            continue
         for mine, other in ((a, b), (b, a)):
             if id(mine) in placeholders and id(other) not in placeholders:
                 _retype_placeholder(placeholders[id(mine)], mine, other)
@@ -183,7 +235,7 @@ def prim_if(g, condition):
             sh.value_error(f"prim::If: the branches return different dtypes ({a.dtype} and {b.dtype})")
         out.dtype = a.dtype or b.dtype
         out.shape = _merged_shape(a.shape, b.shape)
-        out.sequence = a.sequence
+        out.sequence, out.optional = a.sequence, a.optional
         if a.sequence:
             set_sequence_dtype(a, b.dtype)
             set_sequence_dtype(b, a.dtype)
@@ -205,8 +257,29 @@ def _carry(g, value: Value, jit_type) -> Value:
 
 def _body_input(value: Value) -> Value:
     typed = Value("", value.dtype, _open_dims(value))
-    typed.sequence = value.sequence
+    typed.sequence, typed.optional = value.sequence, value.optional
     return typed
+
+
+def _optional_carried(node, values: list) -> set[int]:
+    """Which carried values are None on some path: an Optional that is None before the loop, or
+    that the body sets to None (an ONNX optional each)."""
+    body = next(iter(node.blocks()))
+    returned = list(body.outputs())[1:]
+    found = set()
+    for k, (value, jit_out) in enumerate(zip(values, node.outputs())):
+        if not isinstance(jit_out.type(), torch._C.OptionalType):
+            continue
+        if value.is_none or value.optional or isinstance(returned[k].type(), torch._C.NoneType):
+            found.add(k)
+    return found
+
+
+def _finish_optional(g, value: Value, jit_type) -> Value:
+    """``_finish``, with None (on this path of an Optional) as an empty ONNX optional."""
+    if value.is_none and value is not UNINITIALIZED:
+        return optional(g.graph, None, g.scope, g.source)
+    return _finish(g, value, jit_type)
 
 
 def _scanned_lists(g, body, mutated: list, env: dict) -> list:
@@ -266,11 +339,16 @@ def prim_loop(g, max_trip_count, condition, *carried):
         trip_input = g.constant(int(trips), torch.int64)
     else:
         trip_input = onnx_ops.cast(g, max_trip_count, torch.int64)
-    values = [_carry(g, v, j.type()) for v, j in zip(values, jit_values)]
     n_block = len(carried)
+    optionals = _optional_carried(node, values[:n_block])
+    if optionals:
+        _require_optionals(g)
+    values = [optional(g.graph, None if v.is_none else g.materialize(v), g.scope, g.source) if k in optionals
+              else _carry(g, v, j.type()) for k, (v, j) in enumerate(zip(values, jit_values))]
     body_inputs = [Value("", torch.int64, ())] + [_body_input(v) for v in values[:n_block]]
     body_graph, body_outputs = g.convert_block(body, body_inputs, mutated=mutated, scanned=scanned,
-                                               carried=[_body_input(v) for v in values[n_block:]], finish=_finish)
+                                               carried=[_body_input(v) for v in values[n_block:]],
+                                               finish=_finish_optional)
     scan_elements = body_outputs[len(body_outputs) - len(scanned):]
     body_outputs = body_outputs[:len(body_outputs) - len(scanned)]
     # ONNX bodies take (iteration, condition, carried...); the JIT block has no condition input.
@@ -278,6 +356,16 @@ def prim_loop(g, max_trip_count, condition, *carried):
     body_graph.inputs.insert(1, body_graph.inputs.pop())
     if body_outputs[0].dtype not in (None, torch.bool):
         sh.value_error("prim::Loop: the loop condition must be a bool", body_outputs[0])
+    for k in optionals:
+        if not body_outputs[k + 1].optional:
+            body_outputs[k + 1] = body_graph.outputs[k + 1] = optional(body_graph, body_outputs[k + 1], g.scope,
+                                                                       g.source)
+        typed = [v for v in (values[k], body_outputs[k + 1]) if v.dtype is not None]
+        dtype = typed[0].dtype if typed else None
+        type_optionals([body_graph.inputs[k + 2]], dtype, _open_dims(typed[0]) if typed else None)
+        # the value before the loop, then after each iteration: dims that agree are the loop's
+        shape = _merged_shape(*(v.shape for v in typed)) if len(typed) == 2 else typed[0].shape if typed else None
+        type_optionals([values[k], body_outputs[k + 1]], dtype, shape)
     for body_output, body_in, value in zip(body_outputs[1:], body_graph.inputs[2:], values):
         if value.sequence:
             set_sequence_dtype(value, body_output.dtype)
@@ -298,7 +386,10 @@ def prim_loop(g, max_trip_count, condition, *carried):
                    outputs=len(values) + len(flag) + len(scanned))
     outputs = (outputs if isinstance(outputs, tuple) else (outputs,))[len(flag):]
     for out, value, body_output in zip(outputs, values, body_outputs[1:]):
-        out.dtype, out.shape, out.sequence = value.dtype, _open_dims(value), value.sequence
+        out.dtype, out.shape, out.sequence, out.optional = value.dtype, _open_dims(value), value.sequence, \
+            value.optional
+        if value.optional:
+            out.shape = value.shape
         if value.sequence:
             out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
     if not scanned:
@@ -476,7 +567,13 @@ def _gather_item(g, items: list[Value], index: Value) -> Value:
 
 @_onnx_symbolic("aten::__is__")
 def is_(g, a, b):
-    """__is__(t1 self, t2 obj) -> bool: decided at export time (None checks on Optionals)"""
+    """__is__(t1 self, t2 obj) -> bool: decided at export time (None checks on Optionals), or at
+    runtime for an ONNX optional"""
+    for value, other in ((a, b), (b, a)):
+        if value.optional and other.is_none:
+            out = g.op("Not", g.op("OptionalHasElement", value))
+            out.dtype, out.shape = torch.bool, ()
+            return out
     if a.is_none or b.is_none:
         return Value("", const=a.is_none and b.is_none)
     if a.is_const and b.is_const:
@@ -487,13 +584,22 @@ def is_(g, a, b):
 @_onnx_symbolic("aten::__isnot__")
 def isnot(g, a, b):
     """__isnot__(t1 self, t2 obj) -> bool"""
+    for value, other in ((a, b), (b, a)):
+        if value.optional and other.is_none:
+            out = g.op("OptionalHasElement", value)
+            out.dtype, out.shape = torch.bool, ()
+            return out
     return Value("", const=not is_(g, a, b).const)
 
 
 @_onnx_symbolic("prim::unchecked_cast")
 def prim_unchecked_cast(g, value):
-    """prim::unchecked_cast(t x) -> t: refines an Optional; nothing to do."""
-    return value
+    """prim::unchecked_cast(t x) -> t: refines an Optional (an ONNX optional: its element)."""
+    if not value.optional:
+        return value
+    out = g.op("OptionalGetElement", value)
+    out.dtype, out.shape = value.dtype, value.shape
+    return out
 
 
 # The value of a variable on a path that never reads it (a branch that raises, the flags of a
