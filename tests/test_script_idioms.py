@@ -241,6 +241,13 @@ class DynListOps(nn.Module):
         y = xs.pop(-1)
         return torch.stack(xs, 0).sum(0) + y, xs[1], len(xs)
 
+class InPlaceKeepsDtype(nn.Module):
+    def forward(self, x, y):
+        z = x * 1
+        z.add_(y)  # half += float stays half (the functional add would give float)
+        return z.mul_(y), z
+
+
 class TupleFromRaisingBranch(nn.Module):
     def forward(self, t) -> Tuple[torch.Tensor, torch.Tensor]:
         if float(t.sum()) < 0:
@@ -278,6 +285,7 @@ MODELS = {
     "greedy_decode": (GreedyDecode, (torch.randn(2, 6), 5), [(torch.randn(2, 6), 8)]),
     "int_list_math": (IntListMath, (torch.randn(2, 3, 4),), []),
     "list_ops": (ListOps, (torch.randn(2, 3),), []),
+    "in_place_keeps_dtype": (InPlaceKeepsDtype, (torch.randn(2, 3, dtype=torch.half), torch.randn(2, 3)), []),
     "tuple_from_raising_branch": (TupleFromRaisingBranch, (torch.ones(3),), [(torch.zeros(3),)]),
     "dyn_list_ops": (DynListOps, (torch.randn(2, 3), 3), [(torch.randn(2, 3), 5)]),
 }

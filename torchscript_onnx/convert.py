@@ -326,7 +326,16 @@ class Converter:
         self.bind_outputs(node, result)
         target = mutated_input(node)
         if target is not None and kind not in LIST_MUTATORS and n_out:
-            self.env[target.unique()] = self.env[node.outputsAt(0).unique()]
+            new, old = self.env[node.outputsAt(0).unique()], self.env[target.unique()]
+            if isinstance(target.type(), torch._C.TensorType) and None not in (new.dtype, old.dtype) \
+                    and new.dtype != old.dtype and not new.sequence:
+                # an in-place op keeps its tensor's dtype (half.add_(float) stays half); the functional
+                # conversion it went through returns the promoted one
+                from symbolic import onnx_ops  # noqa: PLC0415 - the symbolics import this package
+
+                new = onnx_ops.cast(self.ctx, new, old.dtype)
+                self.env[node.outputsAt(0).unique()] = new
+            self.env[target.unique()] = new
 
     def bind_outputs(self, node: torch._C.Node, result) -> None:
         outs = jit_walk.outputs(node)
