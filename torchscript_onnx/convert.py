@@ -86,6 +86,8 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
 
 
 _NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
+# a quantized tensor's integer values at the graph boundary, as legacy types them
+_QUANTIZED_VALUES = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 
 def _stacked_numbers(ctx: GraphContext, value: Value, jit_value: torch._C.Value) -> Value:
@@ -146,12 +148,33 @@ class Converter:
             shape = None if sizes is None else tuple(sizes)
             key = name if k < len(names) else _dynamic_axes_key(self.options.dynamic_axes, name, k)
             shape = _name_dims(shape, self.options.dynamic_axes.get(key), key)
+            if dtype in _QUANTIZED_VALUES:
+                self.env[jit_value.unique()] = self.add_quantized_input(jit_value, dtype, sizes)
+                continue
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
         if self.captured.module is not None:
             self_value = next(iter(self.captured.graph.inputs()))
             self.env[self_value.unique()] = Value("self", const=self.captured.module)
         for jit_value, name, tensor in self.captured.params:
             self.env[jit_value.unique()] = self.add_param(name, tensor)
+
+    def add_quantized_input(self, jit_value: torch._C.Value, dtype: torch.dtype, sizes) -> Value:
+        """A quantized tensor input as legacy lays it out: three graph inputs, ``<name>_value``
+        (its integer values), ``<name>_scale`` (0-d double) and ``<name>_zero_point`` (0-d int64),
+        named after its TorchScript name; ``input_names`` and ``dynamic_axes`` name them as they
+        name any graph input, by position and by name."""
+        from symbolic.opset9 import quantized  # noqa: PLC0415 - the symbolics import this package
+
+        names, axes, first = self.options.input_names, self.options.dynamic_axes, len(self.graph.inputs)
+        base = jit_value.debugName()
+        parts = []
+        for i, (suffix, part_dtype, shape) in enumerate(
+                (("value", _QUANTIZED_VALUES[dtype], sizes), ("scale", torch.float64, []), ("zero_point", torch.int64, []))):
+            name = names[first + i] if first + i < len(names) else f"{base}_{suffix}"
+            shape = None if shape is None else tuple(shape)
+            parts.append(self.graph.add_input(name, part_dtype, _name_dims(shape, axes.get(name), name)))
+        self.ctx.scope, self.ctx.source = "", ""
+        return quantized.graph_input(self.ctx, *parts, _QUANTIZED_VALUES[dtype])
 
     def add_param(self, name: str, tensor: torch.Tensor) -> Value:
         tensor = tensor.detach()
@@ -283,10 +306,22 @@ class Converter:
         except Exception as error:  # a bug or an unexpected input: report it with its place
             raise SymbolicValueError(f"{type(error).__name__}: {error}").in_context(
                 kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs]) from error
+        if isinstance(result, Value) and node.outputsSize() == 1 and kind.startswith("aten::"):
+            result = self.requantize(node, result)
         if self.captured.scripted:
             result = self.rebind_mutations(node, result)
         else:
             self.bind_outputs(node, result)
+
+    def requantize(self, node: torch._C.Node, result: Value) -> Value:
+        """An aten op on quantized tensors (its traced output type is quantized): its float result
+        quantized as torch quantizes it (``quantized.requantize``)."""
+        dtype = _jit_tensor_info(node.outputsAt(0))[0]
+        if dtype not in _QUANTIZED_VALUES:
+            return result
+        from symbolic.opset9 import quantized  # noqa: PLC0415 - the symbolics import this package
+
+        return quantized.requantize(self.ctx, node.kind(), result, _QUANTIZED_VALUES[dtype])
 
     def _convert_plumbing(self, node: torch._C.Node, fn, inputs: list[Value]) -> bool:
         """Most traced nodes are constants and constant lists (2386 + 556 of DenseNet's ~3400): their
@@ -379,9 +414,14 @@ class Converter:
         ctx, graph = self.ctx, self.graph
         names = self.options.output_names
         flat: list[tuple[Value, str]] = []
+        n_torch_outputs = 0  # outputs as torch counts them: a quantized one is one
         for jit_value in self.captured.graph.outputs():
             value = self.env[jit_value.unique()]
             items = _flatten_output(value)
+            n_torch_outputs += len(items)
+            if len(items) == 1 and self.is_quantized_output(jit_value, n_torch_outputs - 1):
+                flat += self.quantized_output(items[0], jit_value.debugName())
+                continue
             for item in items:
                 flat.append((item, jit_value.debugName() if len(items) == 1 else ""))
         if len(names) > len(flat):
@@ -415,6 +455,24 @@ class Converter:
                     value.shape = (None,) * example[1] if value.shape is None else value.shape
         for value in graph.outputs:
             value.shape = _name_dims(value.shape, self.options.dynamic_axes.get(value.name), value.name)
+
+    def is_quantized_output(self, jit_value: torch._C.Value, position: int) -> bool:
+        """Whether graph output ``jit_value`` (the ``position``-th flat output) is a quantized
+        tensor: its traced type says so, or (scripted, untyped) the example run's output does."""
+        if _jit_tensor_info(jit_value)[0] in _QUANTIZED_VALUES:
+            return True
+        examples = self.captured.example_outputs
+        return position < len(examples) and examples[position] is not None \
+            and examples[position][0] in _QUANTIZED_VALUES
+
+    def quantized_output(self, value: Value, debug_name: str) -> list[tuple[Value, str]]:
+        """A quantized tensor output as legacy lays it out: its integer values, its scale (float)
+        and its zero point (of the values' type)."""
+        from symbolic.opset9 import quantized  # noqa: PLC0415 - the symbolics import this package
+
+        self.ctx.scope, self.ctx.source = "", ""
+        values, scale, zero_point = quantized.graph_output(self.ctx, self.ctx.materialize(value))
+        return [(values, debug_name), (scale, ""), (zero_point, "")]
 
     def n_legacy_inputs(self) -> int:
         """How many inputs the legacy exporter's graph has when it numbers values: the user inputs,
