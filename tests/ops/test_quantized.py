@@ -93,6 +93,10 @@ CASES = [
     Case("fake_quantize_per_tensor_int8",
          lambda x: torch.fake_quantize_per_tensor_affine(x, 0.01, 0, -128, 127), randn(3, 4),
          min_opset=10, atol=0.01, rtol=0),
+    # (0, 127): the range observers give activations with reduce_range; uint8 clipped at 127
+    Case("fake_quantize_per_tensor_reduced_range",
+         lambda x: torch.fake_quantize_per_tensor_affine(x * 4, 0.05, 10, 0, 127), randn(3, 40),
+         min_opset=13, atol=STEP, rtol=0),
     Case("fake_quantize_per_channel",
          lambda x: torch.fake_quantize_per_channel_affine(x, torch.tensor([0.05, 0.1]),
                                                           torch.tensor([0, 5], dtype=torch.int32), 0, -128, 127),
@@ -306,9 +310,7 @@ MODULE_CASES = [
           min_opset=10),
     qcase("hardswish", lambda: nn.Hardswish(), (2, 6), min_opset=10),
     qcase("leaky_relu", lambda: nn.LeakyReLU(0.1), (2, 6), min_opset=10),
-    qcase("sigmoid", lambda: nn.Sigmoid(), (2, 6), min_opset=10).xfail(
-        [10, 26], "the float Sigmoid output is not requantized (eager and legacy: QuantizeLinear with scale 1/256, "
-        "zero point 0, then DequantizeLinear); values are up to 0.5 step off the quantization grid"),
+    qcase("sigmoid", lambda: nn.Sigmoid(), (2, 6), min_opset=10),
     qcase("layer_norm", lambda: nn.LayerNorm(6), (2, 3, 6), min_opset=10),
     qcase("group_norm", lambda: nn.GroupNorm(2, 4), (2, 4, 5), min_opset=10),
     qcase("instance_norm", lambda: nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 4), min_opset=10),
