@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.ops.test_quantized import check_quantized
+from tests.ops.test_quantized import check_quantized, restore_quantized_engine  # noqa: F401 (an autouse fixture)
 from torchscript_onnx import export
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)

@@ -18,9 +18,6 @@ OPSET = 26  # every case runs at 26 in the traced table too (its xfails there ap
 # Exporter gaps seen only in script mode (the traced table passes): known, with the reason.
 SCRIPT_GAPS: dict[str, str] = {
     "test_elementwise-square-bool": "square of a bool tensor: scripted aten::pow(bool, 2) is typed int64 by torch",
-    "test_shape-squeeze_dynamic_one": "squeeze(0) of a dynamic dim: whether it squeezes depends on the size a "
-                                      "trace records, which a scripted graph does not have",
-    "test_reduction-norm_fro": "frobenius norm: the scripted overload (dim=[], keepdim) is not lowered yet",
 }
 
 

@@ -28,6 +28,16 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
 
 
+@pytest.fixture(autouse=True)
+def restore_quantized_engine():
+    """Tests here set torch.backends.quantized.engine, a process-wide switch that picks eager
+    PyTorch's kernels (qadd of qnnpack or fbgemm, ...); put it back so that a later test in the
+    same pytest worker does not run on an engine chosen by the order of tests."""
+    engine = torch.backends.quantized.engine
+    yield
+    torch.backends.quantized.engine = engine
+
+
 def randn(*shape):
     return lambda: (torch.randn(*shape),)
 
@@ -60,11 +70,11 @@ class Functional(nn.Module):
 
 
 class Lazy(nn.Module):
-    """Builds the quantized model only when a test runs it."""
+    """Builds the quantized model only when a test runs it; ``engine`` is the one it was built for."""
 
-    def __init__(self, make):
+    def __init__(self, make, engine):
         super().__init__()
-        self.make, self.model = make, None
+        self.make, self.engine, self.model = make, engine, None
 
     def eval(self):
         return self._get()
@@ -196,8 +206,10 @@ def float_reference(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, fl
 
     Each quantized module's output is replaced (forward hooks) by its op run in float64 on the
     dequantized input and the dequantized int weights, requantized with the module's own output
-    scale and zero point. Returns the dequantized output and its quantization step (the scale of
-    the tensor entering the final DeQuantStub)."""
+    scale and zero point. Leaves without a reference must be exact on quantized values (ReLU,
+    max pooling); others raise. Quantized arithmetic written in a container's own forward is not
+    seen, so test models keep it in modules. Returns the dequantized output and its quantization
+    step (the scale of the tensor entering the final DeQuantStub)."""
     import torch.ao.nn.quantized as nnq
 
     reference = (nnq.Quantize, nn.Sigmoid, *_float_ops())
@@ -292,7 +304,7 @@ def check_quantized(model: nn.Module, x: torch.Tensor, opset: int, saturating: t
 
 
 def qcase(name, build, shape, min_opset=13, engine="fbgemm", fuse=None):
-    return Case(name, Lazy(quantized(build, shape, engine, fuse)), randn(*shape), min_opset=min_opset)
+    return Case(name, Lazy(quantized(build, shape, engine, fuse), engine), randn(*shape), min_opset=min_opset)
 
 
 MODULE_CASES = [
@@ -327,6 +339,7 @@ MODULE_CASES = [
 
 @pytest.mark.parametrize("case,opset", params(MODULE_CASES))
 def test_quantized_module(case, opset):
+    torch.backends.quantized.engine = case.model.engine  # eager runs the kernels it was built for
     torch.manual_seed(0)
     (x,) = case.inputs()
     check_quantized(case.module(), x, opset, saturating=torch.randn(x.shape) * 3)
