@@ -1,6 +1,8 @@
 """torchscript-onnx: a stand-alone TorchScript -> ONNX exporter, compatible with
 the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX opsets 7 to 26."""
 
+import sys as _sys
+
 from . import compat as _compat  # noqa: F401  (attaches the legacy Value surface)
 from .api import __version__, build, export, export_to_pretty_string
 from .capture import is_in_onnx_export, select_model_mode_for_export
@@ -18,8 +20,15 @@ __all__ = [
 ]
 
 from .audit import AuditReport, audit, unconvertible_ops  # noqa: E402
+from . import verification as _verification  # noqa: E402
+from .verification import VerificationError, VerificationReport, verify  # noqa: E402
 
-__all__ += ["AuditReport", "audit", "unconvertible_ops"]
+# ``torchscript_onnx.verify`` is the function; the module it lived in as ``torchscript_onnx/verify.py``
+# is ``verification`` now, and stays importable by its old name (``from torchscript_onnx.verify import
+# check``): the import system finds it in sys.modules and leaves the package's ``verify`` alone.
+_sys.modules[__name__ + ".verify"] = _verification
+
+__all__ += ["AuditReport", "audit", "unconvertible_ops", "VerificationError", "VerificationReport", "verify"]
 
 
 def __getattr__(name: str):

@@ -373,6 +373,9 @@ def export(
             ``do_constant_folding``.
         verify: before writing, check the model with ``onnx.checker`` and compare onnxruntime's
             outputs with PyTorch's on ``args`` (rtol 1e-4, atol 1e-5); a mismatch raises and writes nothing.
+            ``torchscript_onnx.verify(model, args, ...)`` does the same without writing and returns a
+            report per output name (absolute and relative differences), also at other sizes along the
+            dynamic axes (``other_sizes=``). From a shell: ``torchscript-onnx export`` / ``verify``.
         profile: profile the export (cProfile); printed, or added to the report.
         dump_exported_program: write the captured TorchScript graph into ``artifacts_dir``.
         artifacts_dir: where report, profile and graph dump go (created if needed).
@@ -460,7 +463,7 @@ def _check_dynamo_options(dynamo, custom_translation_table, fallback, dynamic_sh
 
 def _verify(model, args, kwargs, exported: Exported) -> list:
     """onnx.checker and onnxruntime against PyTorch on ``args``; raises on a mismatch."""
-    from .verify import check, compare
+    from .verification import check, compare
 
     model_bytes = exported.to_bytes()
     check(model_bytes)
