@@ -1,9 +1,12 @@
-"""Audits: which ops of a model will not convert, where they are, and what to do about each.
+"""Audits: what will keep a model from exporting, where, and what to do about each.
 
-``unconvertible_ops`` answers like the legacy function (the graph and the op names);
-``audit`` returns a report with, per op, how often and where it occurs (module scopes and source
-lines), the lowest opset that supports it if any, and the next step. Nothing is converted or
-written: the model is captured once and every node is asked of the registry.
+``unconvertible_ops`` answers like the legacy function (the graph and the names of the ops
+without a conversion). ``audit`` runs the real conversion as ``export`` would (capture, prepare,
+convert; no optimisation, nothing written) in the converter's collecting mode: a node that fails
+is recorded with its op, module scope, source line, message and next step, and conversion goes
+on past it. So one report lists every problem export would hit: ops without a conversion, ops
+that need a higher opset, sizes known only at runtime where a lowering needs them fixed, complex
+values where ONNX has none.
 """
 
 from __future__ import annotations
@@ -13,45 +16,76 @@ import dataclasses
 import torch
 
 from . import capture as capture_mod
-from .convert import find_unsupported
-from .errors import UnsupportedOp
+from .convert import Converter, find_unsupported
+from .errors import ConversionIssue, UnsupportedOp
 from .options import TrainingMode, _enum_member, check_opset
 from .prepare import prepare
 
 
 @dataclasses.dataclass
 class AuditReport:
+    """``ops``: the ops without a conversion at ``opset`` (each with every place it occurs);
+    ``issues``: the nodes whose conversion failed (``ConversionIssue``: op, category, scope,
+    source, message, next step); ``not_reached``: ops that failed only because they read the
+    result of a failed node (they may convert once it does). ``ok`` says whether export succeeds."""
+
     opset: int
     ops: list[UnsupportedOp]
     total_nodes: int
+    issues: list[ConversionIssue] = dataclasses.field(default_factory=list)
+    not_reached: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.ops
+        return not self.ops and not self.issues
+
+    def _problems(self) -> int:
+        return len(self.ops) + len(self.issues)
+
+    def _not_reached_text(self) -> str:
+        counts = dict.fromkeys(self.not_reached, 0)
+        for op in self.not_reached:
+            counts[op] += 1
+        names = ", ".join(f"{op}" + (f" x{n}" if n > 1 else "") for op, n in counts.items())
+        return f"{len(self.not_reached)} node(s) after them could not be checked: {names}"
 
     def to_text(self) -> str:
         if self.ok:
             return f"All {self.total_nodes} nodes convert at opset {self.opset}."
-        lines = [f"{len(self.ops)} operator(s) of {self.total_nodes} nodes do not convert at opset {self.opset}:"]
+        lines = [f"{self._problems()} problem(s) in {self.total_nodes} nodes keep the model from exporting "
+                 f"at opset {self.opset}:"]
         for op in self.ops:
             lines.append(f"- {op.name} ({len(op.occurrences)}x): {op.next_step()}")
             for scope, source in _unique(op.occurrences):
                 lines.append(f"    {scope or '<top>'} at {source or '<unknown source>'}")
+        for issue in self.issues:
+            lines.append(f"- {issue.op} [{issue.category}]: {issue.next_step()}")
+            lines.append(f"    {issue.where()}")
+            lines.append(f"    {_first_line(issue.message)}")
+        if self.not_reached:
+            lines.append(self._not_reached_text())
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
         if self.ok:
             return f"All {self.total_nodes} nodes convert at opset {self.opset}.\n"
         lines = [
-            f"**{len(self.ops)} operator(s) do not convert at opset {self.opset}**",
+            f"**{self._problems()} problem(s) keep the model from exporting at opset {self.opset}**",
             "",
-            "| operator | count | where | lowest opset | next step |",
-            "|---|---|---|---|---|",
+            "| operator | problem | count | where | lowest opset | next step |",
+            "|---|---|---|---|---|---|",
         ]
         for op in self.ops:
             where = "<br>".join(f"`{scope or '<top>'}` {source}" for scope, source in _unique(op.occurrences))
             lowest = op.lowest_opset if op.lowest_opset is not None else "none"
-            lines.append(f"| `{op.name}` | {len(op.occurrences)} | {where} | {lowest} | {op.next_step()} |")
+            lines.append(f"| `{op.name}` | no conversion | {len(op.occurrences)} | {where} | {lowest} | {op.next_step()} |")
+        for issue in self.issues:
+            lowest = issue.needs_opset if issue.needs_opset is not None else ""
+            message = _first_line(issue.message).replace("|", "\\|")
+            lines.append(f"| `{issue.op}` | {issue.category}: {message} | 1 | `{issue.scope or '<top>'}` "
+                         f"{issue.source} | {lowest} | {issue.next_step()} |")
+        if self.not_reached:
+            lines += ["", self._not_reached_text()]
         return "\n".join(lines) + "\n"
 
     __str__ = to_text
@@ -59,6 +93,10 @@ class AuditReport:
 
 def _unique(occurrences):
     return list(dict.fromkeys(occurrences))
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n", 1)[0]
 
 
 def _captured_graph(model, args, training, kwargs=None) -> torch._C.Graph:
@@ -78,9 +116,37 @@ def unconvertible_ops(model, args, training: TrainingMode = TrainingMode.EVAL,
 
 
 def audit(model, args=(), *, opset_version: int | None = None, training: TrainingMode = TrainingMode.EVAL,
-          kwargs=None) -> AuditReport:
-    """Which ops of ``model`` will not convert at ``opset_version``, where, and what to do."""
-    opset = check_opset(opset_version)
-    graph = _captured_graph(model, args, training, kwargs)
-    total = sum(1 for _ in graph.nodes())
-    return AuditReport(opset, find_unsupported(graph, opset), total)
+          kwargs=None, **options) -> AuditReport:
+    """Everything that keeps ``model`` from exporting at ``opset_version``, where, and what to do.
+
+    Takes ``export``'s options by keyword (``dynamic_axes``, ``input_names``,
+    ``operator_export_type``, ...), since they decide what converts. Runs the conversion export
+    runs (nothing is written) and goes on past each failure, so every problem is reported at once.
+    """
+    from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_dynamic_axes,  # noqa: PLC0415
+                      _check_model, _conversion_options)
+    from .options import validate_options
+    from symbolic import registry
+
+    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+    if unknown:
+        raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
+    options = validate_options(**{**OPTION_DEFAULTS, **options, "opset_version": opset_version, "training": training})
+    _check_model(model)
+    _check_args(args, kwargs)
+    args = capture_mod.normalize_args(model, args, kwargs)
+    opset = options.opset_version
+    inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", opset)
+    captured = capture_mod.capture(model, args, options.training, inlining)
+    prepare(captured.graph)
+    _check_against_graph(captured, options)
+    total = sum(1 for _ in captured.graph.nodes())
+    converter = Converter(captured, _conversion_options(model, options), collect=True)
+    graph = converter.run()
+    issues = list(converter.issues)
+    if not issues and not converter.unsupported:
+        try:
+            _check_dynamic_axes(graph, options)
+        except ValueError as error:
+            issues.append(ConversionIssue.from_error(error, "dynamic_axes", opset, "", ""))
+    return AuditReport(opset, converter.unsupported, total, issues, converter.not_reached)

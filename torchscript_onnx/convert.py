@@ -19,7 +19,7 @@ from . import capture as capture_module
 from . import dtypes, jit_walk
 from .capture import Captured
 from .context import GraphContext
-from .errors import OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
+from .errors import ConversionIssue, OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
 from .ir import Graph, Value
 from .mutation import LIST_MUTATORS, mutated_input, mutated_outside
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
@@ -111,12 +111,47 @@ def _jit_tensor_info(jit_value: torch._C.Value):
     return dtype, jit_type.varyingSizes()
 
 
+def is_complex(jit_value: torch._C.Value) -> bool:
+    """Whether the trace types ``jit_value`` as a complex tensor."""
+    jit_type = jit_value.type()
+    return isinstance(jit_type, torch._C.TensorType) and (jit_type.scalarType() or "").startswith("Complex")
+
+
+def has_complex(jit_graph: torch._C.Graph) -> bool:
+    """Whether any value of the graph (an input or a node output, nested blocks included) is complex."""
+    return any(map(is_complex, jit_graph.inputs())) or any(
+        is_complex(node.outputsAt(k)) for node in jit_walk.all_nodes(jit_graph) for k in range(node.outputsSize()))
+
+
+def _refuse_complex(kind: str, g, *args, **kwargs):
+    raise SymbolicValueError(
+        f"{kind} of a complex tensor has no conversion (ONNX has no complex type); apply it to x.real and "
+        "x.imag, or end the complex value in torch.view_as_real(x), x.abs(), x.angle(), x.real or x.imag first")
+
+
+# The dtype of the (real, imag) pairs that stand for a complex tensor inside the converter
+_COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+_SCALAR_TYPES = ((torch._C.IntType, torch.int64), (torch._C.FloatType, torch.float64), (torch._C.BoolType, torch.bool))
+
+
 class Converter:
-    def __init__(self, captured: Captured, options: ExportOptions):
+    """``collect=True`` (``audit``): a node that fails to convert is recorded in ``issues`` (its
+    op, scope, source line, message and next step) and its outputs get placeholder values of
+    their traced type, so conversion goes on and every failure is found in one pass. Failures of
+    nodes that read such placeholders are consequences, counted in ``not_reached``; ops without
+    any conversion go to ``unsupported``. Export (``collect=False``) raises the first failure."""
+
+    def __init__(self, captured: Captured, options: ExportOptions, collect: bool = False):
         self.captured = captured
         self.options = options
         self.graph = Graph()
         self.env: dict[int, Value] = {}
+        self.issues: list[ConversionIssue] | None = [] if collect else None
+        self.unsupported: list[UnsupportedOp] = []
+        self.not_reached: list[str] = []  # ops that failed reading a failed node's placeholder outputs
+        self._tainted: set[int] = set()  # JIT values computed from placeholders
+        self._failures = 0
+        self.has_complex = False
         self._symbolics: dict[tuple[str, int], object] = {}
         from symbolic.opset9 import prim  # noqa: PLC0415 - the symbolics import this package
 
@@ -187,7 +222,9 @@ class Converter:
     def check_supported(self) -> None:
         missing = [op for op in find_unsupported(self.captured.graph, self.options.opset_version)
                    if self.fallback(op.name, None) is None]
-        if missing:
+        if missing and self.issues is not None:
+            self.unsupported = missing
+        elif missing:
             raise UnsupportedOperatorError(missing, self.options.opset_version)
 
     def convert_block(self, block) -> None:
@@ -277,6 +314,52 @@ class Converter:
         return None
 
     def convert_node(self, node: torch._C.Node) -> None:
+        if self.issues is None:
+            self._convert_node(node)
+        else:
+            self._convert_collecting(node)
+
+    def _convert_collecting(self, node: torch._C.Node) -> None:
+        """Convert ``node``; on failure record it and bind placeholders to its outputs (``collect``)."""
+        kind, opset = node.kind(), self.ctx.opset
+        downstream = any(v.unique() in self._tainted for v in jit_walk.inputs(node))
+        failures = self._failures
+        failed = self.lookup(kind, opset) is None and self.fallback(kind, None) is None  # in self.unsupported
+        if not failed:
+            try:
+                self._convert_node(node)
+            except Exception as error:  # noqa: BLE001 - recorded, conversion goes on
+                failed = True
+                if downstream or self._failures > failures:  # it read values of a failed node
+                    self.not_reached.append(kind)
+                else:
+                    self.issues.append(ConversionIssue.from_error(
+                        error, kind, opset, scope_path(node.scopeName()) or self.captured.scopes.get(node, ""),
+                        source_of(node)))
+        if failed:
+            self._failures += 1
+            for jit_value in jit_walk.outputs(node):
+                self.env[jit_value.unique()] = self._placeholder(jit_value)
+        if failed or downstream or self._failures > failures:
+            self._tainted.update(v.unique() for v in jit_walk.outputs(node))
+
+    def _placeholder(self, jit_value: torch._C.Value) -> Value:
+        """A value of ``jit_value``'s traced type standing for a node that did not convert."""
+        jit_type = jit_value.type()
+        if isinstance(jit_type, torch._C.NoneType):
+            return Value("", const=None)
+        node = self.ctx.graph.add_node("Placeholder", "torchscript_onnx.audit", [], {}, 1, self.ctx.scope, self.ctx.source)
+        value = node.outputs[0]
+        if isinstance(jit_type, torch._C.TensorType):
+            self._annotate(value, jit_value)
+        elif isinstance(jit_type, torch._C.ListType):
+            value.sequence = True
+        else:
+            value.dtype = next((dtype for cls, dtype in _SCALAR_TYPES if isinstance(jit_type, cls)), None)
+            value.shape = ()
+        return value
+
+    def _convert_node(self, node: torch._C.Node) -> None:
         ctx = self.ctx
         kind = node.kind()
         fn = self.lookup(kind, ctx.opset)
@@ -296,6 +379,9 @@ class Converter:
         how = self.fallback(kind, fn)
         if how is not None:
             fn = functools.partial(_emit_fallback, how=how)
+        elif self.has_complex and kind.startswith("aten::") and any(map(is_complex, jit_inputs)):
+            # a complex input is a real (..., 2) value: its complex:: conversion knows that layout
+            fn = self.lookup("complex::" + kind[len("aten::"):], ctx.opset) or functools.partial(_refuse_complex, kind)
         attrs = {} if kind.startswith("aten::") else _legacy_attributes(node)
         try:
             result = fn(ctx, *inputs, **attrs)
@@ -400,6 +486,8 @@ class Converter:
         if value.dtype is not None and value.shape is not None:
             return
         dtype, sizes = _jit_tensor_info(jit_value)
+        if dtype in _COMPLEX_PARTS:  # the converter's layout of a complex tensor: (..., 2) real
+            dtype, sizes = _COMPLEX_PARTS[dtype], None if sizes is None else [*sizes, 2]
         if value.dtype is None:
             value.dtype = dtype
         if value.shape is None and sizes is not None:
@@ -412,6 +500,12 @@ class Converter:
 
     def add_outputs(self) -> None:
         ctx, graph = self.ctx, self.graph
+        for jit_value in self.captured.graph.outputs():
+            if is_complex(jit_value):
+                error = SymbolicValueError(
+                    "the model returns a complex tensor, and ONNX has no complex type: return "
+                    "torch.view_as_real(x) or x.abs() instead (view_as_real: real and imaginary parts in a last dim of 2)")
+                raise error.in_context("a graph output", ctx.opset, "", source_of(jit_value.node()), [])
         names = self.options.output_names
         flat: list[tuple[Value, str]] = []
         n_torch_outputs = 0  # outputs as torch counts them: a quantized one is one
@@ -494,9 +588,18 @@ class Converter:
 
     def run(self) -> Graph:
         self.check_supported()
+        self.has_complex = has_complex(self.captured.graph)
         self.add_inputs()
         self.convert_block(self.captured.graph)
-        self.add_outputs()
+        if self.issues is None:
+            self.add_outputs()
+        else:
+            try:
+                self.add_outputs()
+            except Exception as error:  # noqa: BLE001 - recorded like a node's failure
+                if not self._tainted.intersection(v.unique() for v in self.captured.graph.outputs()):
+                    self.issues.append(ConversionIssue.from_error(error, "a graph output", self.ctx.opset, "", ""))
+                return self.graph
         self.name_inputs_like_legacy()
         return self.graph
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 
 
 def _torch_error(name: str, fallback: type) -> type:
@@ -143,3 +144,57 @@ class UnsupportedOp:
                  for (scope, source), n in list(places.items())[:3]]
         more = f"; +{len(places) - 3} more places" if len(places) > 3 else ""
         return f"{self.name} x{len(self.occurrences)} — {'; '.join(shown)}{more} — {self.next_step()}"
+
+
+_NEEDS_OPSET = re.compile(r"pass opset_version=(\d+)")
+
+
+class ConversionIssue:
+    """One node that failed to convert (found by ``audit``, which converts on past failures).
+
+    ``op`` is the JIT op ("aten::abs"), ``scope`` the module path, ``source`` "file.py:42",
+    ``message`` the conversion's own message and ``category`` one of "opset" (the lowering needs a
+    higher opset: ``needs_opset``), "complex" (a complex value where ONNX has none), "runtime size"
+    (a size known only at runtime where the lowering needs it fixed) or "conversion".
+    """
+
+    def __init__(self, op: str, opset: int, scope: str, source: str, message: str):
+        self.op, self.opset, self.scope, self.source, self.message = op, opset, scope, source, message
+        found = _NEEDS_OPSET.search(message)
+        self.needs_opset = int(found.group(1)) if found and int(found.group(1)) > opset else None
+        lowered = message.lower()
+        if self.needs_opset is not None:
+            self.category = "opset"
+        elif "complex" in lowered:
+            self.category = "complex"
+        elif any(word in lowered for word in ("runtime", "static", "dynamic")):
+            self.category = "runtime size"
+        else:
+            self.category = "conversion"
+
+    @classmethod
+    def from_error(cls, error: BaseException, op: str, opset: int, scope: str, source: str) -> "ConversionIssue":
+        """The issue an exception raised while converting ``op`` describes."""
+        if isinstance(error, SymbolicValueError):
+            return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message)
+        return cls(op, opset, scope, source, f"{type(error).__name__}: {error}")
+
+    def next_step(self) -> str:
+        if self.category == "opset":
+            return f"needs opset {self.needs_opset}: pass opset_version={self.needs_opset}"
+        if self.category == "complex":
+            return ("keep complex values inside the model: end them in torch.view_as_real(x), x.abs(), "
+                    "x.angle(), x.real or x.imag")
+        if self.category == "runtime size":
+            return "fix that size at export time (leave it out of dynamic_axes) or compute it differently"
+        return (f"change the model around it, or register a conversion with "
+                f"torchscript_onnx.register_custom_op_symbolic('{self.op}', fn, {self.opset})")
+
+    def where(self) -> str:
+        return f"{self.scope or '<top>'} at {self.source or '<unknown source>'}"
+
+    def describe(self) -> str:
+        return f"{self.op} [{self.category}] in {self.where()}: {self.message} — {self.next_step()}"
+
+    def __repr__(self) -> str:
+        return f"ConversionIssue({self.op!r}, {self.category!r}, {self.message!r})"

@@ -2,10 +2,10 @@
 
 Complex tensors have no ONNX type. Inside the converter a complex tensor is a REAL tensor with a
 trailing dim of 2 (real, imaginary), which is what DFT and STFT produce and what
-``torch.view_as_real`` returns, so ``aten::view_as_real`` is the identity on it. A complex value
-may only flow into ``aten::view_as_real`` or another fft op here: any other consumer (a graph
-output, ``abs``, arithmetic) would see the wrong layout, so it is refused with an error asking for
-``torch.view_as_real``. DFT takes ``axis`` as an attribute at 17-19 and as an input from 20.
+``torch.view_as_real`` returns, so ``aten::view_as_real`` is the identity on it. The converter
+sends ops with a complex input to their ``complex::`` conversion: the fft ops below (which read
+that layout themselves) and abs, angle, real, imag, arithmetic in ``symbolic/opset9/complex.py``;
+other consumers and complex graph outputs are refused with a clear error. DFT takes ``axis`` as an attribute at 17-19 and as an input from 20.
 The one-sided inverse (irfft) is native to DFT-20 (onesided=1, inverse=1); at 17-19 it is the real
 part of a full inverse DFT of the weighted one-sided spectrum (see ``_irfft``).
 """
@@ -17,30 +17,15 @@ import math
 import torch
 
 from .. import onnx_ops
+from ..opset9 import complex as complex_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(17)
 
-# consumers that understand the (real, imag) trailing-dim layout of a complex value
-_COMPLEX_CONSUMERS = {"aten::view_as_real", "aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2", "aten::fft_irfft",
-                      "aten::fft_irfft2", "aten::fft_irfftn", "aten::fft_hfft", "aten::resolve_conj",
-                      "aten::resolve_neg", "aten::_conj", "aten::conj_physical"}
-
-
 def is_complex_input(g, k: int) -> bool:
-    jit_type = g.original_node.inputsAt(k).type()
-    return isinstance(jit_type, torch._C.TensorType) and str(jit_type.scalarType()).startswith("Complex")
-
-
-def check_complex_uses(g, op: str) -> None:
-    """Refuse a complex result that reaches anything but view_as_real or an fft op."""
-    for use in g.original_node.outputsAt(0).uses():
-        kind = use.user.kind()
-        if kind not in _COMPLEX_CONSUMERS:
-            where = "a graph output" if kind == "prim::Return" else kind
-            sh.unimplemented(op, f"its complex result reaches {where}; ONNX has no complex type: "
-                                 "return or use torch.view_as_real(...) of it")
+    """Whether input ``k`` of the node being converted is complex (by its traced type)."""
+    return complex_ops.is_complex_input(g, k)
 
 
 def _dft(g, x, length, axis: int, inverse: bool = False, onesided: bool = False):
@@ -75,7 +60,7 @@ def _fft(g, self, n, dim, norm, op: str, inverse: bool, onesided: bool, complex_
     x = self if complex_input else onnx_ops.unsqueeze(g, self, [rank])
     size = sh.const(n, None)
     if size is None:
-        size = sh.static_sizes(self)[axis] if sh.is_static(self, axis) else None
+        size = sh.sizes(self)[axis] if sh.is_static(self, axis) else None
     if size is None:
         sh.value_error(f"{op}: the signal length must be static", self)
     size = int(size)
@@ -89,21 +74,18 @@ def _fft(g, self, n, dim, norm, op: str, inverse: bool, onesided: bool, complex_
 @_onnx_symbolic("aten::fft_rfft")
 def fft_rfft(g, self, n=None, dim=-1, norm=None):
     """fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_rfft")
     return _fft(g, self, n, dim, norm, "fft_rfft", False, True, False)
 
 
 @_onnx_symbolic("aten::fft_fft")
 def fft_fft(g, self, n=None, dim=-1, norm=None):
     """fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_fft")
     return _fft(g, self, n, dim, norm, "fft_fft", False, False, is_complex_input(g, 0))
 
 
 @_onnx_symbolic("aten::fft_ifft")
 def fft_ifft(g, self, n=None, dim=-1, norm=None):
     """fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_ifft")
     return _fft(g, self, n, dim, norm, "fft_ifft", True, False, is_complex_input(g, 0))
 
 
@@ -123,14 +105,12 @@ def _fft2(g, self, s, dim, norm, op: str, real: bool, inverse: bool = False):
 @_onnx_symbolic("aten::fft_rfft2")
 def fft_rfft2(g, self, s=None, dim=(-2, -1), norm=None):
     """fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_rfft2")
     return _fft2(g, self, s, dim, norm, "fft_rfft2", real=True)
 
 
 @_onnx_symbolic("aten::fft_fft2")
 def fft_fft2(g, self, s=None, dim=(-2, -1), norm=None):
     """fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_fft2")
     return _fft2(g, self, s, dim, norm, "fft_fft2", real=False)
 
 
@@ -232,7 +212,6 @@ def fft_hfft(g, self, n=None, dim=-1, norm=None):
 @_onnx_symbolic("aten::fft_ihfft")
 def fft_ihfft(g, self, n=None, dim=-1, norm=None):
     """fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor"""
-    check_complex_uses(g, "fft_ihfft")
     return _conj(g, _fft(g, self, n, dim, _swap_norm(norm), "fft_ihfft", False, True, False))
 
 
@@ -245,7 +224,6 @@ def view_as_real(g, self):
 @_onnx_symbolic("aten::view_as_complex")
 def view_as_complex(g, self):
     """view_as_complex(Tensor(a) self) -> Tensor(a)"""
-    check_complex_uses(g, "view_as_complex")
     return self  # (..., 2) real already is the converter's complex layout (module docstring)
 
 
@@ -254,7 +232,6 @@ def _conj_(g, self):
     """_conj(Tensor(a) self) -> Tensor(a)"""
     if not is_complex_input(g, 0):
         return self
-    check_complex_uses(g, "_conj")
     return _conj(g, self)
 
 
@@ -271,8 +248,6 @@ def stft(g, self, n_fft, hop_length=None, win_length=None, window=None, normaliz
     n_fft = int(sh.const(n_fft))
     hop = sh.const(hop_length, None) or n_fft // 4
     win = sh.const(win_length, None) or n_fft
-    if sh.const(return_complex, None):
-        check_complex_uses(g, "stft")
     if sh.const(align_to_window, None):
         sh.unimplemented("stft", "align_to_window=True")
     rank = sh.rank(self)
@@ -313,3 +288,10 @@ def blackman_window(g, window_length, *args):
     single = g.op("Equal", size, g.constant(1, torch.int64))
     out = g.op("Where", single, g.constant(1.0, torch.float32), out)
     return onnx_ops.cast(g, out, creation_dtype(g, dtype))
+
+
+# ops whose conversion above reads a complex input's (..., 2) layout itself
+for _name, _fn in [("fft_fft", fft_fft), ("fft_ifft", fft_ifft), ("fft_fft2", fft_fft2), ("fft_irfft", fft_irfft),
+                   ("fft_irfft2", fft_irfft2), ("fft_irfftn", fft_irfftn), ("fft_hfft", fft_hfft),
+                   ("_conj", _conj_), ("conj_physical", conj_physical)]:
+    _onnx_symbolic(f"complex::{_name}")(_fn)

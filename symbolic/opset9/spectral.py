@@ -3,7 +3,8 @@ length (a size in a scripted graph or under dynamic axes) is computed from a run
 sum of cosines (hamming, blackman) or a triangle (bartlett), opset 9 on. (Opset 17 has ONNX
 BlackmanWindow, symbolic/opset17/spectral.py; ONNX HammingWindow uses alpha = 25/46 where torch
 uses 0.54, so it is not used.) resolve_conj/resolve_neg are identities: the converter
-materialises conjugation and negation."""
+materialises conjugation and negation. Importing this module registers the complex-tensor
+conversions of ``complex.py``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from torchscript_onnx import dtypes
 
 from .. import onnx_ops
+from . import complex as _complex  # noqa: F401 - registers the complex:: conversions (complex tensors)
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
 from .creation import _scalar, arange_between, creation_dtype
@@ -105,21 +107,18 @@ def bartlett_window(g, window_length, *args):
     return _runtime_window(g, window_length, periodic, out_dtype, triangle)
 
 
-def _resolve(g, op: str, self):
-    from ..opset17 import spectral as opset17
-
-    if opset17.is_complex_input(g, 0):  # complex values exist from opset 17 (fft ops) only
-        opset17.check_complex_uses(g, op)
-    return self
-
-
 @_onnx_symbolic("aten::resolve_conj")
 def resolve_conj(g, self):
     """resolve_conj(Tensor(a) self) -> Tensor(a)"""
-    return _resolve(g, "resolve_conj", self)
+    return self
 
 
 @_onnx_symbolic("aten::resolve_neg")
 def resolve_neg(g, self):
     """resolve_neg(Tensor(a) self) -> Tensor(a)"""
-    return _resolve(g, "resolve_neg", self)
+    return self
+
+
+# the identity on a complex value's (..., 2) layout too
+_onnx_symbolic("complex::resolve_conj")(resolve_conj)
+_onnx_symbolic("complex::resolve_neg")(resolve_neg)

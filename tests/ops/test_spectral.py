@@ -123,7 +123,7 @@ def test_spectral_below_min(case, opset):
     run_below_min(case, opset)
 
 
-@pytest.mark.parametrize("fn", [lambda x: torch.fft.rfft(x), lambda x: torch.fft.rfft(x).abs(),
+@pytest.mark.parametrize("fn", [lambda x: torch.fft.rfft(x), lambda x: torch.fft.rfft(x).exp(),
                                 lambda x: torch.stft(x, 8, window=torch.ones(8), return_complex=True)])
 def test_complex_result_needs_view_as_real(fn):
     from tests.optable import Fn
