@@ -22,9 +22,9 @@ from . import serialize
 from .context import GraphContext
 from .artifacts import Artifacts
 from .convert import convert
+from .inputs_kept import drop_unused_inputs, legacy_reads
 from .ir import Graph
 from .optimize import optimize
-from .optimize.subgraphs import subgraph_references
 from .prepare import prepare
 from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options, warn_or_raise
 from .printer import graph_text
@@ -189,6 +189,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining)
     artifacts.step("capture (TorchScript graph)")
+    kept_for_legacy = legacy_reads(captured.user_inputs, options.opset_version)
     prepare(captured.graph)
     artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
@@ -199,7 +200,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
         artifacts.step("optimisation")
-    input_indices = _drop_unused_inputs(graph, captured.user_inputs)
+    input_indices = drop_unused_inputs(graph, len(captured.user_inputs), kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:
         from .functions import extract
@@ -219,57 +220,6 @@ def _conversion_options(model, options: ExportOptions) -> ExportOptions:
         return options
     training = TrainingMode.TRAINING if getattr(model, "training", False) else TrainingMode.EVAL
     return dataclasses.replace(options, training=training)
-
-
-# (op, input position) pairs that keep a user input in the graph even where our lowering needs no
-# more than its static shape: legacy reads these at runtime (Shape of it, or a *_like random op),
-# so its graphs have the input, and callers feed inputs by position.
-LEGACY_RUNTIME_READS = frozenset({("aten::view_as", 1), ("aten::reshape_as", 1), ("aten::expand_as", 1),
-                                  ("aten::rand_like", 0), ("aten::randn_like", 0), ("aten::randint_like", 0)})
-
-
-# Ops that build a tensor shaped like their first input: legacy folds that Shape away only when the
-# rest is constant too (a runtime fill value keeps the input) and the input is not 0-d.
-SHAPED_LIKE_INPUT = frozenset({"aten::full_like", "aten::fill_", "aten::fill", "aten::zeros_like",
-                               "aten::ones_like", "aten::empty_like"})
-
-
-# Ops that hand their input on unchanged: what reads their output reads the input.
-PASS_THROUGH = frozenset({"aten::clone", "aten::detach", "aten::contiguous"})
-
-
-def _read_at_runtime_by_legacy(use) -> bool:
-    kind, node = use.user.kind(), use.user
-    if (kind, use.offset) in LEGACY_RUNTIME_READS:
-        return True
-    if kind in PASS_THROUGH and use.offset == 0:
-        return any(_read_at_runtime_by_legacy(u) for u in node.outputsAt(0).uses())
-    if kind not in SHAPED_LIKE_INPUT or use.offset != 0:
-        return False
-    jit_type = node.inputsAt(0).type()
-    if isinstance(jit_type, torch._C.TensorType) and jit_type.dim() == 0:
-        return True
-    fill = node.inputsAt(1) if kind in ("aten::full_like", "aten::fill_", "aten::fill") else None
-    return fill is not None and fill.node().kind() != "prim::Constant"
-
-
-def _drop_unused_inputs(graph: Graph, user_inputs: list) -> list[int]:
-    """Drop graph inputs nothing reads, as the legacy exporter does: user inputs used only in
-    Python control flow or for a static size, and (with ``export_params=False``) unused weights.
-    Returns the positions of the user inputs that stay."""
-    used_ids = set(graph.consumers()) | {id(v) for v in graph.outputs}
-    used_names = subgraph_references(graph)
-
-    def used(value) -> bool:
-        return id(value) in used_ids or value.name in used_names
-
-    def read_at_runtime_by_legacy(k: int) -> bool:
-        return any(_read_at_runtime_by_legacy(use) for use in user_inputs[k].uses())
-
-    n_user_inputs = len(user_inputs)
-    kept = [k for k, value in enumerate(graph.inputs[:n_user_inputs]) if used(value) or read_at_runtime_by_legacy(k)]
-    graph.inputs = [graph.inputs[k] for k in kept] + [v for v in graph.inputs[n_user_inputs:] if used(v)]
-    return kept
 
 
 def _exports_training(model, mode: TrainingMode) -> bool:

@@ -356,7 +356,6 @@ def _capture_trace(model, args: tuple) -> Captured:
 
 
 def _capture_script(model, args: tuple) -> Captured:
-    flat = list(torch.jit._flatten(args)[0])
     if isinstance(model, torch.jit.ScriptModule):
         graph = model._c._get_method("forward").graph.copy()
         module = model
@@ -374,6 +373,8 @@ def _capture_script(model, args: tuple) -> Captured:
         tuple_attributes_to_constants(graph, module)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
+    inputs, args, arguments = _bind_nones(graph, inputs, args, arguments)
+    flat = list(torch.jit._flatten(args)[0])
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
         _bind_default(graph, inputs.pop(), arguments[len(inputs)])
@@ -504,14 +505,31 @@ def _defaults_to_none(argument) -> bool:
     return argument.has_default_value() and argument.default_value is None
 
 
-def _bind_default(graph: torch._C.Graph, value: torch._C.Value, argument) -> None:
-    """A trailing argument the example args leave out takes its default, as in a call."""
+def _bind_nones(graph: torch._C.Graph, inputs: list, args: tuple, arguments: list) -> tuple[list, tuple, list]:
+    """A None passed for an ``Optional`` argument binds it to None, as in a call (legacy refuses
+    any None in a scripted model's args). The other inputs, args and schema arguments are
+    returned, still aligned."""
+    if len(inputs) != len(args) or not any(a is None for a in args):
+        return inputs, args, arguments
+    kept = [k for k, (value, arg) in enumerate(zip(inputs, args))
+            if not (arg is None and isinstance(value.type(), torch._C.OptionalType))]
+    for k in sorted(set(range(len(inputs))) - set(kept), reverse=True):
+        _bind_constant(graph, inputs[k], None)
+    return [inputs[k] for k in kept], tuple(args[k] for k in kept), [arguments[k] for k in kept]
+
+
+def _bind_constant(graph: torch._C.Graph, value: torch._C.Value, constant_value) -> None:
     with graph.insert_point_guard(next(iter(graph.nodes()))):
-        constant = graph.insertConstant(argument.default_value)
-    if isinstance(value.type(), torch._C.OptionalType) and argument.default_value is None:
+        constant = graph.insertConstant(constant_value)
+    if isinstance(value.type(), torch._C.OptionalType) and constant_value is None:
         constant.setType(value.type())
     value.replaceAllUsesWith(constant)
     graph.eraseInput(value.offset())
+
+
+def _bind_default(graph: torch._C.Graph, value: torch._C.Value, argument) -> None:
+    """A trailing argument the example args leave out takes its default, as in a call."""
+    _bind_constant(graph, value, argument.default_value)
 
 
 def _specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
