@@ -4,7 +4,8 @@ The model is encoded without its initializers by protobuf; each initializer is t
 hand as a ``GraphProto.initializer`` field whose ``raw_data`` bytes come from the tensor's own
 memory. The protobuf wire format allows exactly this (the graph field's length is known up front),
 so no copy of the weights is ever built in memory. Paths are written atomically: a temporary file
-in the same folder, renamed over the target only when complete.
+beside the target, renamed over it only when complete (through a symlink to its final target,
+keeping an existing file's mode; devices and FIFOs are written in place, without a rename).
 
 A model of 2 GiB or more (protobuf's limit) keeps its weights as external data: the tensors' bytes
 in one file next to the model, ``<model file name>.data``, each at an aligned offset, and the
@@ -15,16 +16,19 @@ temporaries and renamed only when both are complete.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import io
 import os
-import tempfile
+import signal
+import stat
+import threading
 from collections.abc import Iterator
 
 import onnx
 import torch
 from onnx import helper
 
-from . import dtypes
+from . import dtypes, progress
 from .ir import Graph, Value
 from .lazy import LazyTensor
 
@@ -288,12 +292,6 @@ def to_bytes(model: onnx.ModelProto, graph: Graph) -> bytes:
 # -- files --------------------------------------------------------------------------------------------
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _is_path(f) -> bool:
     return isinstance(f, (str, os.PathLike))
 
@@ -313,39 +311,231 @@ def check_external_data(f, external_data) -> None:
         )
 
 
-def _temp_file(folder: str, temps: list[str]) -> tuple[int, str]:
-    fd, tmp = tempfile.mkstemp(prefix=".torchscript-onnx-", suffix=".tmp", dir=folder)
-    temps.append(tmp)
-    return fd, tmp
+TEMP_PREFIX = ".torchscript-onnx-"
 
 
-def _write_temp(folder: str, temps: list[str], write) -> str:
-    fd, tmp = _temp_file(folder, temps)
-    with os.fdopen(fd, "wb") as stream:
-        write(stream)
-    os.chmod(tmp, 0o666 & ~_umask())
-    return tmp
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """Where one file goes. ``given``: the path as the caller gave it, named in every error;
+    ``real``: the file the bytes end up in (a symlink's final target: the link stays a link and
+    points at the new file); ``mode``/``owner``: an existing regular file's permission bits and
+    owner, given to its replacement; ``direct``: an existing device, FIFO or socket, written in
+    place as ``open(path, "wb")`` would (no temporary file, no rename: a device is never replaced)."""
+
+    given: str
+    real: str
+    mode: int | None = None
+    owner: tuple[int, int] | None = None
+    direct: bool = False
+
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(self.real)
 
 
-def _rename(tmp: str, target: str, temps: list[str]) -> None:
-    os.replace(tmp, target)
+def _target(path: str, what: str = "f") -> _Target:
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except OSError:  # a new file (or a path that cannot be: creating it raises the error)
+        return _Target(path, real)
+    if stat.S_ISREG(info.st_mode):
+        return _Target(path, real, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, f"{what} is a directory, not a file path", path)
+    return _Target(path, real, direct=True)
+
+
+def _named(error: OSError, target: _Target) -> OSError:
+    """``error`` from writing ``target``, naming the path the caller gave (not a temporary file)."""
+    text = str(error)
+    if error.filename == target.given and not error.filename2:
+        return error
+    if error.filename is None and target.given in text and TEMP_PREFIX not in text:
+        return error
+    reason = error.strerror or text
+    if target.real != os.path.abspath(target.given):
+        reason += f" (writing {target.real!r}, which it links to)"
+    try:
+        if error.errno is not None:
+            return type(error)(error.errno, reason, target.given)
+        return type(error)(f"{reason}: {target.given!r}")
+    except Exception:  # an OSError subclass with another constructor
+        return OSError(error.errno, reason, target.given)
+
+
+class _Interrupted(BaseException):
+    """SIGTERM/SIGINT arrived during a write while its handler was the default one (end the
+    process): raised to unwind the write, so its temporary files are removed, before
+    ``_SignalGuard`` delivers the signal again."""
+
+
+class _SignalGuard:
+    """Within ``with``: a SIGTERM or SIGINT that would end the process first unwinds the write (its
+    ``finally`` removes the temporaries, a half-replaced pair is put back), then is delivered again
+    with the handler it had, so the process ends as it would have. A Python handler (SIGINT's
+    ``KeyboardInterrupt``, a user's) runs as it would have; ignored signals stay ignored. Only the
+    main thread can install handlers; elsewhere this does nothing."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+
+    def __init__(self, temps: list[str]) -> None:
+        self.temps = temps  # removed again on the way out, should the signal have cut the cleanup short
+        self.previous: dict = {}
+        self.received = None
+
+    def __enter__(self) -> _SignalGuard:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                handler = signal.getsignal(signum)
+                if handler is signal.SIG_IGN or handler is None:  # ignored, or not installed from Python
+                    continue
+                try:
+                    signal.signal(signum, self._handle)
+                except (ValueError, OSError):
+                    continue
+                self.previous[signum] = handler
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        handler = self.previous[signum]
+        if callable(handler):
+            handler(signum, frame)  # e.g. KeyboardInterrupt, which unwinds the write
+        elif self.received is None:
+            self.received = signum
+            raise _Interrupted(f"signal {signum} during the write")
+
+    def __exit__(self, *exc) -> bool:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        if self.received is not None:
+            for tmp in self.temps:
+                _remove(tmp)
+            signal.raise_signal(self.received)  # the default action again: the process ends here
+        return False
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # gone already, or not ours to remove: the original error matters more
+        pass
+
+
+def _open_temp(target: _Target, temps: list[str]) -> int:
+    """A new temporary file beside ``target.real`` (so that renaming it is atomic), created with
+    mode 0o666 less the umask, as ``open()`` creates files."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(target.folder, f"{TEMP_PREFIX}{os.urandom(6).hex()}.tmp")
+        temps.append(tmp)  # before it exists: a signal right after the open still finds it
+        try:
+            return os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            temps.remove(tmp)
+        except BaseException:
+            temps.remove(tmp)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary file name beside it", target.given)
+
+
+def _keep_mode(tmp: str, target: _Target) -> None:
+    """Give the replacement the replaced file's owner (when allowed) and permission bits."""
+    if target.owner is not None and hasattr(os, "chown"):
+        info = os.stat(tmp)
+        if (info.st_uid, info.st_gid) != target.owner:
+            try:
+                os.chown(tmp, *target.owner)
+            except OSError:  # only root may give a file away: the writer owns the new file
+                pass
+    os.chmod(tmp, target.mode)
+
+
+def _write_file(target: _Target, temps: list[str], write, bar) -> str | None:
+    """Write ``target``: in place when it is a device or FIFO (returns None), else to a temporary
+    file beside it (returned, for ``_rename``)."""
+    try:
+        if target.direct:
+            with open(target.real, "wb") as stream:
+                write(progress.CountingStream(stream, bar) if bar else stream)
+            return None
+        fd = _open_temp(target, temps)
+        tmp = temps[-1]
+        with os.fdopen(fd, "wb") as stream:
+            write(progress.CountingStream(stream, bar) if bar else stream)
+        if target.mode is not None:
+            _keep_mode(tmp, target)
+        return tmp
+    except OSError as error:
+        named = _named(error, target)
+        if named is error:
+            raise
+        raise named from error
+
+
+def _rename(tmp: str, target: _Target, temps: list[str]) -> None:
+    try:
+        os.replace(tmp, target.real)
+    except OSError as error:
+        raise _named(error, target) from error
     temps.remove(tmp)
 
 
-def _save_single(model: onnx.ModelProto, graph: Graph, path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
+def _save_files(files: list[tuple[_Target, object]], total: int) -> None:
+    """Write ``files`` ((target, write(stream)) pairs), each complete before any is renamed into
+    place; the last rename completes the save. If a rename fails (or a signal ends the process
+    meanwhile), the files replaced before it are put back and the new ones removed."""
+    bar = progress.write_bar(total, os.path.basename(files[-1][0].given))
     temps: list[str] = []
     try:
-        tmp = _write_temp(folder, temps, lambda stream: write_model(model, graph, stream))
-        _rename(tmp, path, temps)
+        with _SignalGuard(temps):
+            try:
+                written = [(target, _write_file(target, temps, write, bar)) for target, write in files]
+                _replace_all([(target, tmp) for target, tmp in written if tmp is not None], temps)
+            finally:
+                for tmp in temps:
+                    _remove(tmp)
+                del temps[:]
     finally:
-        for tmp in temps:
-            os.unlink(tmp)
+        if bar is not None:
+            bar.close()
 
 
-def _save_external(model: onnx.ModelProto, graph: Graph, path: str) -> None:
+def _replace_all(written: list[tuple[_Target, str]], temps: list[str]) -> None:
+    """Rename each temporary over its target; all but the last target are first moved to a backup,
+    put back if a later rename fails."""
+    steps: list[tuple[_Target, str, str | None]] = []  # (target, temporary, backup of what it replaced)
+    try:
+        for k, (target, tmp) in enumerate(written):
+            backup = None
+            if k < len(written) - 1 and os.path.lexists(target.real):
+                os.close(_open_temp(target, temps))
+                backup = temps[-1]
+                os.replace(target.real, backup)
+            steps.append((target, tmp, backup))
+            _rename(tmp, target, temps)
+    except BaseException:
+        for target, tmp, backup in reversed(steps):
+            if backup is not None:
+                os.replace(backup, target.real)
+                temps.remove(backup)
+            elif tmp not in temps:  # renamed into place where there was no file: remove it again
+                _remove(target.real)
+        raise
+
+
+def _save_single(model: onnx.ModelProto, graph: Graph, path: str, size: int | None = None) -> int:
+    """Returns the bytes written."""
+    if size is None:
+        size = _model_size(model, _layout(graph, None))
+    _save_files([(_target(path), lambda stream: write_model(model, graph, stream))], size)
+    return size
+
+
+def _save_external(model: onnx.ModelProto, graph: Graph, path: str) -> int:
     """The model file plus ``<its name>.data`` next to it, both complete before either is renamed
-    into place; if the second rename fails, the data file it replaced is put back."""
+    into place; if the second rename fails, the data file it replaced is put back. Each of the two
+    paths is written through its own symlink, if it is one."""
     folder = os.path.dirname(os.path.abspath(path))
     data_name = os.path.basename(path) + ".data"
     data_path = os.path.join(folder, data_name)
@@ -357,34 +547,17 @@ def _save_external(model: onnx.ModelProto, graph: Graph, path: str) -> None:
             "2 GiB limit (large constants in node attributes?)"
         )
     if not any(field.offset is not None for field in initializers):  # nothing large enough to move out
-        _save_single(model, graph, path)
-        return
-    if os.path.isdir(data_path):
-        raise IsADirectoryError(f"the external data file {data_path!r} would replace a directory")
-    temps: list[str] = []
-    try:
-        data_tmp = _write_temp(folder, temps, lambda stream: write_data(initializers, stream))
-        model_tmp = _write_temp(folder, temps, lambda stream: write_model(model, graph, stream, initializers))
-        backup = None
-        if os.path.lexists(data_path):
-            fd, backup = _temp_file(folder, temps)
-            os.close(fd)
-            os.replace(data_path, backup)
-        try:
-            _rename(data_tmp, data_path, temps)
-            _rename(model_tmp, path, temps)
-        except BaseException:
-            if backup is not None:
-                _rename(backup, data_path, temps)
-            elif data_tmp not in temps:
-                os.unlink(data_path)
-            raise
-    finally:
-        for tmp in temps:
-            os.unlink(tmp)
+        return _save_single(model, graph, path)
+    data_target = _target(data_path, "the external data file")
+    model_target = _target(path)
+    data_size = max(field.offset + field.nbytes for field in initializers if field.offset is not None)
+    _save_files([(data_target, lambda stream: write_data(initializers, stream)),
+                 (model_target, lambda stream: write_model(model, graph, stream, initializers))],
+                data_size + size)
+    return data_size + size
 
 
-def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = None) -> None:
+def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = None, stage=None) -> None:
     """Write the model to a path, atomically, or to a binary file-like object.
 
     ``external_data``: None (default) writes one self-contained file unless it would reach
@@ -392,8 +565,15 @@ def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = N
     over the limit is an error). External data: every tensor of ``EXTERNAL_THRESHOLD`` bytes or more
     goes to ``<model file name>.data`` next to the model, each at an aligned offset; it needs ``f``
     to be a path. Every check runs before anything is written.
+
+    A path is written through a symlink to its target, keeps an existing file's mode, and is
+    written in place when it is a device or FIFO (``/dev/null``, a named pipe); a regular file
+    goes to a temporary file beside it, renamed over it only when complete, and removed on an
+    error or on SIGTERM/SIGINT. Errors name the path as given. ``stage``: a
+    ``progress.Progress`` that logs the write.
     """
     check_external_data(f, external_data)
+    size = None
     if not external_data:
         size = _model_size(model, _layout(graph, None))
         if size >= PROTOBUF_LIMIT:
@@ -412,6 +592,11 @@ def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = N
             external_data = True
     if _is_path(f):
         path = os.fsdecode(os.fspath(f))
-        (_save_external if external_data else _save_single)(model, graph, path)
+        written = (_save_external(model, graph, path) if external_data else _save_single(model, graph, path, size))
+        where = repr(path) + (" and its .data file" if external_data else "")
     else:
         write_model(model, graph, f)
+        written, where = size, f"a {type(f).__name__}"
+    if stage is not None:
+        counts = progress.graph_counts(graph)
+        stage.lap("write", nodes=counts["nodes"], initializers=counts["initializers"], bytes=written, to=where)
