@@ -109,6 +109,8 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
         tensor = tensor.view(torch.int16)
     elif tensor.dtype in (torch.float8_e5m2, torch.float8_e4m3fn):
         tensor = tensor.view(torch.uint8)
+    if tensor.numel() == 0:  # memoryview cannot cast a view with a zero in its shape
+        return memoryview(b"")
     return memoryview(tensor.numpy()).cast("B")
 
 

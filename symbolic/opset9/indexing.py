@@ -539,12 +539,28 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
 @_onnx_symbolic("aten::copy")
 def copy(g, self, src, non_blocking=None):
     """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor"""
+    if sh.static_sizes(self) is None:
+        src = _unbroadcast(src)
     src = as_operand(g, src, self.dtype)
     if sh.static_sizes(src) is not None and sh.static_sizes(src) == sh.static_sizes(self):
         return src
     if g.opset < 8:
         sh.value_error("copying a broadcast value needs ONNX Expand (opset 8; pass opset_version=8)")
     return g.op("Expand", src, onnx_ops.shape_of(g, self))
+
+
+def _unbroadcast(src):
+    """A constant that the trace broadcast (zero strides, as ``x[a:] = values`` records it) back to
+    size 1 on those dims: Expand then sizes it like the runtime target, as torch's setitem does."""
+    raw = sh.const(src)
+    if not isinstance(raw, torch.Tensor) or src.in_graph or src.is_param:
+        return src
+    index = tuple(builtins.slice(0, 1) if stride == 0 and size > 1 else builtins.slice(None)
+                  for size, stride in zip(raw.shape, raw.stride()))
+    if all(i == builtins.slice(None) for i in index):
+        return src
+    small = raw[index].clone()
+    return Value("", small.dtype, tuple(small.shape), small)
 
 
 @_onnx_symbolic("aten::fill")

@@ -493,12 +493,36 @@ def _expand_to(g, self: Value, size) -> Value:
         dims = [1 if int(d) == -1 else int(d) for d in target]
         if list(sh.sizes(self) or []) == dims:
             return self
+        raw = sh.const(self)
+        if isinstance(raw, torch.Tensor) and not self.in_graph and not self.is_param:
+            # A constant broadcast keeps its zero strides (as the trace's constant does), so a copy_
+            # into a slice sized at runtime can broadcast the small constant again (indexing.copy).
+            out = raw.expand(torch.broadcast_shapes(tuple(raw.shape), tuple(dims)))
+            return Value("", out.dtype, tuple(out.shape), out)
         return g.op("Expand", self, g.constant(dims, torch.int64))
     if isinstance(size, Value) and size.elements is not None:
         parts = [Value("", const=1) if e.is_const and int(sh.const(e)) == -1 else e for e in size.elements]
-        size = Value("", elements=parts)
-    return g.op("Expand", self, g.materialize(size) if isinstance(size, Value) and size.elements is not None
-                else onnx_ops.cast(g, size, torch.int64))
+        shape = g.materialize(Value("", elements=parts))
+        # A runtime entry may be -1 too (a scripted int, a tensor's item) unless it is a dim's size.
+        may_be_minus_one = any(not e.is_const and e.sym is None and not _is_size(e) for e in parts)
+    else:
+        shape = onnx_ops.cast(g, size, torch.int64)
+        if shape.rank == 0:
+            shape = reshape_to(g, shape, [1])
+        may_be_minus_one = True
+    if may_be_minus_one:
+        # torch's -1 keeps the input's dim: as legacy, 1 at runtime (Expand broadcasts it).
+        one = g.constant(1, torch.int64)
+        shape = g.op("Where", g.op("Equal", shape, g.constant(-1, torch.int64)), one, shape)
+    return g.op("Expand", self, shape)
+
+
+def _is_size(e: Value) -> bool:
+    """True when ``e`` is read off a shape (Shape, then Gather/Slice/Squeeze), so never -1."""
+    node = e.producer
+    while node is not None and node.op_type in ("Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape", "Cast"):
+        node = node.inputs[0].producer if node.inputs else None
+    return node is not None and node.op_type in ("Shape", "Size")
 
 
 @_onnx_symbolic("aten::expand")
@@ -605,8 +629,11 @@ def _repeat_runtime(g, self, repeats, dim: int) -> Value:
         sh.value_error("repeat_interleave with repeats known only at runtime needs CumSum and Range "
                        "(opset 11; pass opset_version=11)")
     repeats = onnx_ops.cast(g, repeats, torch.int64)
-    if repeats.rank == 0 or sh.sizes(repeats) == [1]:
-        repeats = g.op("Expand", reshape_to(g, repeats, [1]), shape_parts(g, self, dim, dim + 1))
+    length = sh.static_sizes(repeats)
+    if not length or length[0] == 1 or not sh.is_static(self, dim):
+        # One count (or a count list whose length is known only at runtime, which torch allows
+        # to be 1) broadcast over the dim: Expand takes [1] or [size] to [size].
+        repeats = g.op("Expand", reshape_to(g, repeats, [-1]), shape_parts(g, self, dim, dim + 1))
     ends = g.op("CumSum", repeats, g.constant(0, torch.int64))
     total = g.op("ReduceSum", repeats, keepdims_i=0)
     positions = g.op("Range", g.constant(0, torch.int64), total, g.constant(1, torch.int64))

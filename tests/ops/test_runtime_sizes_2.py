@@ -1,0 +1,133 @@
+"""Sizes, counts and indices known only at runtime in more ops: expand by a size tensor that may
+hold -1, setitem of a small constant into a slice sized at runtime, repeat_interleave by a count
+tensor of runtime length. Each case is exported traced and scripted and rerun at other sizes
+against eager PyTorch through onnxruntime."""
+
+import io
+
+import onnx
+import pytest
+import torch
+
+from tests.optable import Case, run_case, scripted
+from torchscript_onnx import MAX_OPSET, export
+
+
+def _case(name, fn, inputs, others=(), axes=None, opsets=(9, 13, MAX_OPSET), **options):
+    """``inputs``/``others``: functions giving input tuples; ``axes``: dynamic axes per input."""
+    options.setdefault("min_opset", 9)
+    export_options = {}
+    if axes:
+        names = [f"in{k}" for k in range(len(axes))]
+        export_options = dict(input_names=names, dynamic_axes={n: a for n, a in zip(names, axes) if a})
+    return Case(name, fn, inputs, other_inputs=lambda: [o() for o in others], opsets=opsets,
+                export_options=export_options, **options)
+
+
+# -- expand ------------------------------------------------------------------------------------
+
+def expand_by_tensor(x, size):
+    return x.expand(size)
+
+
+def expand_by_item(x, k):
+    return x.expand(int(k), 2)
+
+
+def expand_keep_and_size(x):
+    return x.expand(2, -1, x.size(0))
+
+
+def expand_as_runtime(x):
+    table = torch.tensor([[4], [5], [6]])
+    return table.expand_as(x)
+
+
+def set_tail_columns(x):
+    x[:, x.size(0):] = torch.tensor([7.0, 8.0, 9.0])
+    return x
+
+
+def set_tail_zero(x):
+    x[:, x.size(0):] = 0
+    return x
+
+
+# -- repeat_interleave -------------------------------------------------------------------------
+
+def repeat_each_by_tensor(x, repeats):
+    return torch.repeat_interleave(x, repeats, dim=1)
+
+
+def repeat_rows_by_tensor(x, repeats):
+    return torch.repeat_interleave(x, repeats, dim=0)
+
+
+def add_at_slice_and_index(x, update):
+    x = x.clone()
+    x[1:2, 1:3, torch.tensor([1])] += update
+    return x
+
+
+def add_at_index_slice_and_int(x, update):
+    x = x.clone()
+    x[1:3, torch.tensor([0, 2]), 2] += update
+    return x
+
+
+def _ints(*values):
+    return torch.tensor(values)
+
+
+CASES = [
+    # a 0-d size of -1 keeps the dim; a 1-D size tensor gives the rank
+    _case("expand_by_tensor_minus_one", expand_by_tensor, lambda: (torch.randn(3), _ints(-1).reshape(())),
+          [lambda: (torch.randn(5), _ints(-1).reshape(()))], axes=[[0], []]),
+    # an int read off a tensor at runtime may be -1 too
+    _case("expand_by_item", expand_by_item, lambda: (torch.randn(3, 1), _ints(-1).reshape(())),
+          [lambda: (torch.randn(5, 1), _ints(5).reshape(())), lambda: (torch.randn(2, 1), _ints(-1).reshape(()))],
+          axes=[[0], []]),
+    _case("expand_keep_and_size", expand_keep_and_size, lambda: (torch.randn(3, 1),),
+          [lambda: (torch.randn(5, 1),)], axes=[[0]]),
+    _case("expand_as_runtime", expand_as_runtime, lambda: (torch.randn(3, 2),),
+          [lambda: (torch.randn(3, 6),)], axes=[[0, 1]]),
+    # the trace records the broadcast of the constant at the traced slice's size
+    _case("set_tail_columns", set_tail_columns, lambda: (torch.ones(2, 5, 3),),
+          [lambda: (torch.randn(3, 4, 3),), lambda: (torch.randn(1, 6, 3),)], axes=[[0, 1, 2]],
+          opsets=(11, 13, MAX_OPSET), min_opset=10),
+    _case("set_tail_zero", set_tail_zero, lambda: (torch.ones(2, 5),),
+          [lambda: (torch.randn(3, 4),), lambda: (torch.randn(1, 2),)], axes=[[0, 1]], min_opset=10),
+    # repeats of runtime length: one count broadcast over the dim, or one count per element
+    _case("repeat_interleave_one_count", repeat_each_by_tensor, lambda: (_ints([1, 2, 4], [3, 4, 7]), _ints(2)),
+          [lambda: (_ints([7, 8], [5, 6]), _ints(4)), lambda: (_ints([7, 8, 1, 1], [5, 6, 2, 2]), _ints(0))],
+          axes=[[1], [0]], min_opset=11),
+    _case("repeat_interleave_counts", repeat_rows_by_tensor, lambda: (torch.randn(3, 2), _ints(2, 0, 3)),
+          [lambda: (torch.randn(2, 2), _ints(1, 4)), lambda: (torch.randn(4, 2), _ints(3))],
+          axes=[[0], [0]], min_opset=11),
+    # index_put's lowering meets an empty constant on the way (serialized without a memoryview cast)
+    _case("add_at_slice_and_index", add_at_slice_and_index,
+          lambda: (torch.randn(3, 4, 5), torch.tensor([10.0, 15.0]).view(1, 2, 1)), min_opset=11),
+    _case("add_at_index_slice_and_int", add_at_index_slice_and_int,
+          lambda: (torch.randn(3, 4, 5), torch.tensor([10.0, 15.0]).view(2, 1)), min_opset=11),
+    _case("repeat_interleave_const_count_dynamic_dim", lambda x: torch.repeat_interleave(x, torch.tensor(3), dim=-1),
+          lambda: (torch.randn(2, 3),), [lambda: (torch.randn(2, 5),)], axes=[[1]]),
+]
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["trace", "script"])
+@pytest.mark.parametrize("case,opset", [(c, o) for c in CASES for o in c.test_opsets()],
+                         ids=[f"{c.name}-opset{o}" for c in CASES for o in c.test_opsets()])
+def test_runtime_sizes(case, opset, script):
+    run_case(case, opset, script=script)
+
+
+def _op_types(fn, inputs, opset=13, **options):
+    buffer = io.BytesIO()
+    export(Case("m", fn, None).module(), inputs, buffer, opset_version=opset, **options)
+    return [node.op_type for node in onnx.load_from_string(buffer.getvalue()).graph.node]
+
+
+def test_expand_by_sizes_needs_no_minus_one_check():
+    """Sizes read off a shape are never -1: no Where guards the Expand then."""
+    ops = _op_types(expand_keep_and_size, (torch.randn(3, 1),), input_names=["x"], dynamic_axes={"x": [0]})
+    assert "Expand" in ops and "Where" not in ops
