@@ -21,7 +21,7 @@ from .capture import Captured
 from .context import GraphContext
 from .errors import ConversionIssue, OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
 from .ir import Graph, Value
-from .mutation import LIST_MUTATORS, mutated_input, mutated_outside
+from .mutation import LIST_MUTATORS, mutated_input, mutated_outside, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
@@ -394,7 +394,7 @@ class Converter:
                 kind, ctx.opset, ctx.scope, ctx.source, [_describe(v) for v in inputs]) from error
         if isinstance(result, Value) and node.outputsSize() == 1 and kind.startswith("aten::"):
             result = self.requantize(node, result)
-        if self.captured.scripted:
+        if self.captured.scripted or scripted_mutation(node):  # also in a trace's scripted callees
             result = self.rebind_mutations(node, result)
         else:
             self.bind_outputs(node, result)

@@ -52,6 +52,19 @@ def mutated_outside(node: torch._C.Node) -> list:
     return list(found.values())
 
 
+def scripted_mutation(node: torch._C.Node) -> bool:
+    """Whether a traced graph's ``node`` mutates as scripted code does, so the converter must rebind
+    what it changes: the tracer threads in-place results through the graph (``x.add_(1)`` returns
+    the value later nodes read), but scripted functions a trace calls are inlined untouched, so their
+    list mutators, their If/Loop and everything in those blocks change values the graph reads again."""
+    kind = node.kind()
+    if kind in ("prim::If", "prim::Loop") or kind in LIST_MUTATORS:
+        return True
+    if kind == "aten::add_" and isinstance(node.inputsAt(0).type(), torch._C.ListType):
+        return True
+    return node.owningBlock().owningNode() is not None
+
+
 def inside(node: torch._C.Node, compound: torch._C.Node) -> bool:
     """Whether ``node`` sits in one of ``compound``'s blocks, at any depth."""
     while node is not None:
