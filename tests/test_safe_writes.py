@@ -197,6 +197,35 @@ def test_a_fifo_is_written_in_place(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["pipe"]
 
 
+STDOUT_CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {repo!r})
+    import torch
+    from torchscript_onnx.api import build
+    exported = build(torch.nn.Linear(4, 3).eval(), (torch.ones(2, 4),))
+    exported.save("/dev/stdout")
+    sys.stderr.buffer.write(exported.to_bytes())  # what stdout should have received
+""")
+
+
+@pytest.mark.parametrize("stdout_is", ["pipe", "file"])
+def test_dev_stdout_is_written_in_place(stdout_is, tmp_path):
+    """/dev/stdout links to the descriptor's pipe or file: the model goes there, as open() sends it."""
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("no /dev/stdout on this platform")
+    command = [sys.executable, "-c", STDOUT_CHILD.format(repo=REPO)]
+    if stdout_is == "pipe":
+        child = subprocess.run(command, capture_output=True, timeout=300)
+        received = child.stdout
+    else:
+        with open(tmp_path / "stdout.bin", "wb") as stdout:
+            child = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, timeout=300)
+        received = (tmp_path / "stdout.bin").read_bytes()
+        assert os.listdir(tmp_path) == ["stdout.bin"]
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert received == child.stderr and len(received) > 48
+
+
 # -- errors name the path given -------------------------------------------------------------------------
 
 @contextlib.contextmanager

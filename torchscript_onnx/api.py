@@ -18,7 +18,7 @@ import torch
 from symbolic import registry
 
 from . import capture as capture_mod
-from . import serialize
+from . import progress, serialize
 from .context import GraphContext
 from .artifacts import Artifacts
 from .convert import convert
@@ -42,6 +42,8 @@ class Exported:
     # Positions, among the flattened user inputs, of those that stayed graph inputs (legacy
     # drops inputs the graph does not read): feed ``[flat[k] for k in input_indices]``.
     input_indices: list[int] = dataclasses.field(default_factory=list)
+    # The export's stage clock (progress.py): ``save`` logs the write as its last stage.
+    clock: progress.Progress | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
         return serialize.to_bytes(self.model, self.graph)
@@ -51,7 +53,7 @@ class Exported:
 
     def save(self, f, external_data: bool | None = None) -> None:
         """Write to a path or binary file object; ``external_data``: None = only past protobuf's 2 GiB."""
-        serialize.save(self.model, self.graph, f, external_data=external_data)
+        serialize.save(self.model, self.graph, f, external_data=external_data, stage=self.clock)
 
 
 def _check_model(model) -> None:
@@ -181,6 +183,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
     if unknown:
         raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
     artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
+    clock = progress.Progress()
     options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
     _check_model(model)
     _check_args(args, kwargs)
@@ -189,17 +192,21 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining)
     artifacts.step("capture (TorchScript graph)")
+    clock.lap("capture", **progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.user_inputs, options.opset_version)
     prepare(captured.graph)
+    clock.lap("prepare", nodes=progress.jit_counts(captured)["nodes"])
     artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))
     artifacts.step(f"conversion to ONNX opset {options.opset_version}")
+    clock.lap("convert", **progress.graph_counts(graph))
     _check_dynamic_axes(graph, options)
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
         artifacts.step("optimisation")
+        clock.lap("optimize", **progress.graph_counts(graph))
     input_indices = drop_unused_inputs(graph, len(captured.user_inputs), kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:
@@ -211,7 +218,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
     from .functions import onnxscript_functions
 
     model_proto.functions.extend(functions + onnxscript_functions(ctx))
-    return Exported(graph, model_proto, options, input_indices)
+    return Exported(graph, model_proto, options, input_indices, clock)
 
 
 def _conversion_options(model, options: ExportOptions) -> ExportOptions:
@@ -383,10 +390,12 @@ def export(
         if verify:
             comparisons = _verify(model, args, kwargs, exported)
             artifacts.step("verification with onnxruntime")
+            exported.clock.lap("verify")
         if verbose:
             print(graph_text(exported.graph, exported.options.opset_version))
         result = exported.to_model_proto() if f is None else exported.save(f, external_data=external_data)
         artifacts.step("saved" if f is not None else "returned as a ModelProto")
+        exported.clock.finish()
     except BaseException as error:
         artifacts.finish(exported, error, comparisons)
         raise

@@ -91,14 +91,17 @@ class Progress:
         level = self.level()
         if logger.isEnabledFor(level):
             detail = _counts_text(counts)
-            logger.log(level, "%s: %.2f s%s", stage, seconds, f"; {detail}" if detail else "")
+            logger.log(level, "%s: %.2f s%s", stage, seconds, f"; {detail}" if detail else "",
+                       extra={"stage": stage, "seconds": seconds, "counts": counts})
         return seconds
 
     def finish(self) -> None:
         level = self.level()
         if logger.isEnabledFor(level):
+            total = time.perf_counter() - self.start
             stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in self.laps)
-            logger.log(level, "done in %.2f s (%s)", time.perf_counter() - self.start, stages)
+            logger.log(level, "done in %.2f s (%s)", total, stages,
+                       extra={"stage": "done", "seconds": total, "counts": {}})
 
 
 def bar_wanted(total: int, stream=None) -> bool:

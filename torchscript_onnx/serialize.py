@@ -335,17 +335,35 @@ class _Target:
         return os.path.dirname(self.real)
 
 
+# Links whose target is an open file descriptor (the kernel's "magic" links): what they open is
+# the descriptor's file or pipe, which a rename beside them could not reach, so they are written in place.
+FD_LINK_FOLDERS = ("/proc/", "/dev/fd/")
+
+
+def _through_fd_link(path: str) -> bool:
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if current.startswith(FD_LINK_FOLDERS):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    return False
+
+
 def _target(path: str, what: str = "f") -> _Target:
-    real = os.path.realpath(path)
     try:
-        info = os.stat(real)
+        info = os.stat(path)  # what opening the path reaches, as the kernel follows its links
     except OSError:  # a new file (or a path that cannot be: creating it raises the error)
-        return _Target(path, real)
-    if stat.S_ISREG(info.st_mode):
-        return _Target(path, real, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
-    if stat.S_ISDIR(info.st_mode):
+        info = None
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, f"{what} is a directory, not a file path", path)
-    return _Target(path, real, direct=True)
+    if info is not None and (not stat.S_ISREG(info.st_mode) or _through_fd_link(path)):
+        return _Target(path, path, direct=True)  # a device, FIFO, socket, /dev/stdout: in place
+    real = os.path.realpath(path)
+    if info is None:
+        return _Target(path, real)
+    return _Target(path, real, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
 
 
 def _named(error: OSError, target: _Target) -> OSError:
