@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 
 import numpy as np
 import onnx
 import torch
 
-from .capture import CallArgs, call_model, normalize_args
+from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export
 from .errors import CheckerError
+from .options import TrainingMode
 
 
 class VerificationError(AssertionError):
@@ -140,15 +142,23 @@ def check(model_bytes: bytes) -> onnx.ModelProto:
     return onnx.load_from_string(model_bytes)
 
 
-def run_onnxruntime(model_bytes: bytes, inputs: list) -> list[np.ndarray]:
+def session(model) -> "onnxruntime.InferenceSession":
+    """An onnxruntime CPU session of ``model``: the serialized bytes, or a path (external data
+    is then read from beside the file)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
+    source = model if isinstance(model, bytes) else os.fspath(model)
+    return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def run_onnxruntime(model_bytes, inputs: list) -> list[np.ndarray]:
+    """``model_bytes`` (or a session, or a path) run on ``inputs``, fed to its inputs in order."""
+    run = model_bytes if hasattr(model_bytes, "get_inputs") else session(model_bytes)
+    names = [i.name for i in run.get_inputs()]
     feeds = {name: _numpy(x) for name, x in zip(names, inputs)}
-    return session.run(None, feeds)
+    return run.run(None, feeds)
 
 
 def _numpy(x) -> np.ndarray:
@@ -198,11 +208,10 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[np.ndarray], name
     return results
 
 
-def _output_names(model_bytes: bytes, actual_raw: list) -> tuple[list[str], list[np.ndarray]]:
+def _named_outputs(run, raw: list) -> tuple[list[str], list[np.ndarray]]:
     """Output names (``name[i]`` for the tensors of a sequence output) and the outputs flattened."""
-    names = [o.name for o in onnx.load_from_string(model_bytes).graph.output]
     flat_names, flat = [], []
-    for name, out in zip(names, actual_raw):
+    for name, out in zip((o.name for o in run.get_outputs()), raw):
         if isinstance(out, list):  # a sequence output (a list of runtime length): its tensors in order
             flat_names += [f"{name}[{i}]" for i in range(len(out))]
             flat += out
@@ -212,16 +221,32 @@ def _output_names(model_bytes: bytes, actual_raw: list) -> tuple[list[str], list
     return flat_names, flat
 
 
-def _run_and_compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float,
-                     input_indices: list[int] | None, label: str) -> list[Comparison]:
-    """``args`` normalised; PyTorch and onnxruntime on the same inputs, compared."""
-    with torch.no_grad():
+def _run_and_compare(model, args: tuple, run, rtol: float, atol: float, input_indices: list[int] | None,
+                     label: str, training=TrainingMode.EVAL) -> list[Comparison]:
+    """``args`` normalised, ``run`` an onnxruntime session; PyTorch (in the mode ``training`` asks
+    for) and onnxruntime on the same inputs, compared."""
+    with torch.no_grad(), select_model_mode_for_export(model, training):
         expected = flatten_outputs(call_model(model, args))
     inputs = flatten_inputs(args)
     if input_indices is not None:
         inputs = [inputs[k] for k in input_indices]
-    names, actual = _output_names(model_bytes, run_onnxruntime(model_bytes, inputs))
+    names, actual = _named_outputs(run, run_onnxruntime(run, inputs))
     return compare_outputs(expected, actual, names, rtol, atol, label)
+
+
+def compare_by_name(model, args: tuple, onnx_model, input_names: list[str], rtol: float = 1e-4,
+                    atol: float = 1e-5, label: str = "traced", training=TrainingMode.EVAL) -> list[Comparison]:
+    """PyTorch on ``args`` against onnxruntime on ``onnx_model`` (bytes, a path or a session),
+    whose inputs are fed by name: ``input_names[k]`` names the k-th flattened input of ``args``.
+    Flattened inputs the ONNX model does not have are left out (an export drops unused inputs)."""
+    run = onnx_model if hasattr(onnx_model, "get_inputs") else session(onnx_model)
+    args = normalize_args(model, args, None)
+    position = {name: k for k, name in enumerate(input_names)}
+    missing = [i.name for i in run.get_inputs() if i.name not in position]
+    if missing:
+        raise ValueError(f"the ONNX model has input(s) {missing} that are not given (given: {list(input_names)})")
+    indices = [position[i.name] for i in run.get_inputs()]
+    return _run_and_compare(model, args, run, rtol, atol, indices, label, training)
 
 
 def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kwargs=None,
@@ -230,7 +255,8 @@ def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kw
     table when an output differs. ``input_indices``: which flattened inputs the model kept
     (``Exported.input_indices``)."""
     args = normalize_args(model, args, kwargs)
-    comparisons = _run_and_compare(model, args, model_bytes, rtol, atol, input_indices, "traced")
+    comparisons = _run_and_compare(model, args, session(model_bytes), rtol, atol, input_indices, "traced",
+                                   TrainingMode.PRESERVE)
     if not all(c.passed for c in comparisons):
         raise VerificationError(format_table(comparisons, rtol, atol))
     return comparisons
@@ -363,15 +389,17 @@ def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e
     check(model_bytes)
     proto = onnx.load_from_string(model_bytes)
     indices = exported.input_indices
+    run = session(model_bytes)
+    training = exported.options.training
     normalized = normalize_args(model, args, kwargs)
-    comparisons = _run_and_compare(model, normalized, model_bytes, rtol, atol, indices, "traced")
+    comparisons = _run_and_compare(model, normalized, run, rtol, atol, indices, "traced", training)
     names, dims = _input_dims(proto, {i.name for i in proto.graph.initializer})
     for sizes in other_sizes:
         resized, label = resized_inputs(normalized, names, dims, indices, sizes)
-        comparisons += _run_and_compare(model, resized, model_bytes, rtol, atol, indices, label)
+        comparisons += _run_and_compare(model, resized, run, rtol, atol, indices, label, training)
     for k, extra in enumerate(other_inputs):
-        comparisons += _run_and_compare(model, normalize_args(model, extra, None), model_bytes, rtol, atol,
-                                        indices, f"other_inputs[{k}]")
+        comparisons += _run_and_compare(model, normalize_args(model, extra, None), run, rtol, atol,
+                                        indices, f"other_inputs[{k}]", training)
     opset = next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     report = Report(opset, len(model_bytes), len(proto.graph.node), comparisons, rtol, atol)
     if raise_on_mismatch:

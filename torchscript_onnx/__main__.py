@@ -1,0 +1,5 @@
+"""``python -m torchscript_onnx``: the torchscript-onnx command."""
+
+from .cli import run
+
+run()
