@@ -3,6 +3,8 @@ axes, then onnxruntime at other sizes against the archive), verify, audit, inspe
 supported-ops, --version, python -m; every error one line on stderr with a non-zero exit code."""
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -388,3 +390,33 @@ def test_dynamic_spec(spec, parsed):
 ])
 def test_sizes_spec(spec, parsed):
     assert parse_sizes_spec(spec) == parsed
+
+
+# ------------------------------------------------------------------------------------------ docs/cli.md
+
+def _loose(text: str) -> list[str]:
+    """Lines with what varies from run to run blurred: floats, times, node and initializer counts,
+    the IR version; runs of spaces (column widths) as one."""
+    text = re.sub(r"\d+(\.\d+)?e[-+]\d+|\d+\.\d+", "#", text)
+    text = re.sub(r"\d+ nodes|nodes: +\d+|initializers: \d+|version \d+", "#", text)
+    return [" ".join(line.split()) for line in text.strip().splitlines()]
+
+
+def test_docs_cli_examples_run_as_shown(tmp_path, capsys, monkeypatch):
+    text = (REPO / "docs" / "cli.md").read_text()
+    monkeypatch.chdir(tmp_path)
+    for k, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+        (tmp_path / f"block{k}.py").write_text(block)  # scripting needs the source in a file
+        subprocess.run([sys.executable, f"block{k}.py"], check=True, cwd=tmp_path, timeout=300)
+    blocks = re.findall(r"```(\w*)\n(.*?)```", text, re.S)  # (language, text); a plain block after a
+    runs = [(body.removeprefix("$ ").strip(), blocks[k + 1][1] if k + 1 < len(blocks) and not blocks[k + 1][0]
+             else "") for k, (language, body) in enumerate(blocks) if language == "console"]  # command: its output
+    assert len(runs) == 4
+    for command, shown in runs:
+        capsys.readouterr()
+        assert main(shlex.split(command)[1:]) == 0, command
+        out = _loose(capsys.readouterr().out)
+        expected = _loose(shown)
+        if expected and expected[-1] == "...":
+            expected, out = expected[:-1], out[:len(expected) - 1]
+        assert out == expected, command
