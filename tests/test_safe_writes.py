@@ -275,6 +275,33 @@ def _a_folder(tmp):
     return tmp / "dir.onnx"
 
 
+def test_read_only_file_is_refused_as_open_refuses_it():
+    """A rename could replace a file its owner made read-only; legacy's open() refuses: so do we."""
+    folder = tempfile.mkdtemp(prefix="tso-readonly-file-")
+    try:
+        os.chmod(folder, 0o777)
+        path = os.path.join(folder, "m.onnx")
+        with open(path, "wb") as file:
+            file.write(b"kept")
+        os.chmod(path, 0o444)
+        os.chown(path, 65534, 65534) if os.geteuid() == 0 else None
+        model, inputs, _ = _model()
+        torch.onnx.export(model, inputs, io.BytesIO(), dynamo=False)  # legacy's lazy imports, while readable
+        with _as_nobody():
+            with pytest.raises(PermissionError) as ours:
+                tso.export(model, inputs, path)
+            with pytest.raises(PermissionError) as legacy:
+                torch.onnx.export(model, inputs, path, dynamo=False)
+        assert str(ours.value) == f"[Errno 13] Permission denied: {path!r}" == str(legacy.value)
+        assert os.listdir(folder) == ["m.onnx"]
+        with open(path, "rb") as file:
+            assert file.read() == b"kept"
+    finally:
+        os.chmod(folder, 0o755)
+        os.unlink(os.path.join(folder, "m.onnx"))
+        os.rmdir(folder)
+
+
 # (how the bad path is made, the OSError subclass expected)
 BAD_PATH_CASES = {
     "parent_is_a_file": (_under_a_file, NotADirectoryError),
@@ -387,3 +414,38 @@ def test_a_signal_during_the_write_leaves_no_temporary(case, tmp_path):
             child.wait()
     assert child.returncode == returncode, child.stderr.read()
     assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+
+
+# The child's SIGTERM arrives while the old data file is being moved aside, the most delicate
+# moment of replacing a pair: the renames finish first, then the process ends.
+RENAME_CHILD = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, {repo!r})
+    import torch
+    from torchscript_onnx import serialize
+    from torchscript_onnx.api import build
+
+    torch.manual_seed(0)
+    exported = build(torch.nn.Linear(16, 300).eval(), (torch.ones(2, 16),))
+    replace = os.replace
+    def replace_then_signal(src, dst):
+        replace(src, dst)
+        if os.path.basename(dst).startswith(serialize.TEMP_PREFIX):  # the old data file, moved aside
+            os.kill(os.getpid(), signal.SIGTERM)
+    serialize.os.replace = replace_then_signal
+    exported.save({path!r}, external_data=True)
+    print("survived", flush=True)
+""")
+
+
+def test_a_signal_while_a_pair_is_renamed_lets_the_renames_finish(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"previous model")
+    (tmp_path / "m.onnx.data").write_bytes(b"previous data")
+    child = subprocess.run([sys.executable, "-c", RENAME_CHILD.format(repo=REPO, path=os.fspath(path))],
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == -signal.SIGTERM, child.stderr[-2000:]
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 300).eval()
+    _run_matches_eager(path, model, (torch.randn(2, 16),))

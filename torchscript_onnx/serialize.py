@@ -15,6 +15,7 @@ temporaries and renamed only when both are complete.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import io
@@ -363,7 +364,15 @@ def _target(path: str, what: str = "f") -> _Target:
     real = os.path.realpath(path)
     if info is None:
         return _Target(path, real)
+    if not _writable(path):  # as open(path, "wb") refuses it: a rename must not get around that
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
     return _Target(path, real, stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid))
+
+
+def _writable(path: str) -> bool:
+    if os.access in os.supports_effective_ids:
+        return os.access(path, os.W_OK, effective_ids=True)
+    return os.access(path, os.W_OK)
 
 
 def _named(error: OSError, target: _Target) -> OSError:
@@ -374,7 +383,7 @@ def _named(error: OSError, target: _Target) -> OSError:
     if error.filename is None and target.given in text and TEMP_PREFIX not in text:
         return error
     reason = error.strerror or text
-    if target.real != os.path.abspath(target.given):
+    if os.path.abspath(target.real) != os.path.abspath(target.given):
         reason += f" (writing {target.real!r}, which it links to)"
     try:
         if error.errno is not None:
@@ -403,6 +412,8 @@ class _SignalGuard:
         self.temps = temps  # removed again on the way out, should the signal have cut the cleanup short
         self.previous: dict = {}
         self.received = None
+        self.deferring = False
+        self.pending: list[int] = []
 
     def __enter__(self) -> _SignalGuard:
         if threading.current_thread() is threading.main_thread():
@@ -418,12 +429,28 @@ class _SignalGuard:
         return self
 
     def _handle(self, signum, frame) -> None:
+        if self.deferring:
+            self.pending.append(signum)
+            return
         handler = self.previous[signum]
         if callable(handler):
             handler(signum, frame)  # e.g. KeyboardInterrupt, which unwinds the write
         elif self.received is None:
             self.received = signum
             raise _Interrupted(f"signal {signum} during the write")
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A block no signal cuts short (renames and their undoing, the cleanup): a signal that
+        arrives meanwhile is handled right after it."""
+        outer, self.deferring = self.deferring, True
+        try:
+            yield
+        finally:
+            self.deferring = outer
+        if not outer:
+            while self.pending:
+                self._handle(self.pending.pop(0), None)
 
     def __exit__(self, *exc) -> bool:
         for signum, handler in self.previous.items():
@@ -443,14 +470,16 @@ def _remove(path: str) -> None:
 
 
 def _open_temp(target: _Target, temps: list[str]) -> int:
-    """A new temporary file beside ``target.real`` (so that renaming it is atomic), created with
-    mode 0o666 less the umask, as ``open()`` creates files."""
+    """A new temporary file beside ``target.real`` (so that renaming it is atomic): for a new file
+    created with mode 0o666 less the umask, as ``open()`` creates files; replacing a file, readable
+    by the writer only until ``_keep_mode`` gives it the old file's mode."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    mode = 0o666 if target.mode is None else 0o600
     for _ in range(100):
         tmp = os.path.join(target.folder, f"{TEMP_PREFIX}{os.urandom(6).hex()}.tmp")
         temps.append(tmp)  # before it exists: a signal right after the open still finds it
         try:
-            return os.open(tmp, flags, 0o666)
+            return os.open(tmp, flags, mode)
         except FileExistsError:
             temps.remove(tmp)
         except BaseException:
@@ -507,18 +536,18 @@ def _save_files(files: list[tuple[_Target, object]], total: int) -> None:
     meanwhile), the files replaced before it are put back and the new ones removed."""
     bar = progress.write_bar(total, os.path.basename(files[-1][0].given))
     temps: list[str] = []
-    try:
-        with _SignalGuard(temps):
-            try:
-                written = [(target, _write_file(target, temps, write, bar)) for target, write in files]
+    with _SignalGuard(temps) as guard:
+        try:
+            written = [(target, _write_file(target, temps, write, bar)) for target, write in files]
+            with guard.deferred():
                 _replace_all([(target, tmp) for target, tmp in written if tmp is not None], temps)
-            finally:
+        finally:
+            if bar is not None:
+                bar.close()
+            with guard.deferred():
                 for tmp in temps:
                     _remove(tmp)
                 del temps[:]
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _replace_all(written: list[tuple[_Target, str]], temps: list[str]) -> None:
