@@ -355,7 +355,36 @@ def _capture_trace(model, args: tuple) -> Captured:
     return Captured(graph=graph, user_inputs=inputs[:n_user], params=params)
 
 
+def _nested_nones(args: tuple) -> int:
+    """How many Nones sit inside the tuples, lists and dicts of ``args`` (torch.jit._flatten drops them)."""
+
+    def count(value) -> int:
+        if isinstance(value, (list, tuple)):
+            return sum(count(v) for v in value)
+        if isinstance(value, dict):
+            return sum(count(v) for v in value.values())
+        return value is None
+
+    return sum(count(a) for a in args if isinstance(a, (list, tuple, dict)))
+
+
+def _flat_script_args(args: tuple, arguments: list) -> list:
+    """``args`` flattened as the scripted forward's inputs take them: a list given for a List[...]
+    parameter stays one input (a sequence, as legacy feeds it), the rest flatten as torch.jit does."""
+    flat = []
+    for k, arg in enumerate(args):
+        if k < len(arguments) and isinstance(arguments[k].type, torch._C.ListType) and isinstance(arg, list):
+            flat.append(list(arg))
+        else:
+            flat += torch.jit._flatten((arg,))[0]
+    return flat
+
+
 def _capture_script(model, args: tuple) -> Captured:
+    nones = _nested_nones(args)
+    if nones:  # the scripted graph's inputs would no longer line up with args, as in legacy
+        raise ValueError(f"args contained {nones} None's after flattening. When exporting a ScriptModule or "
+                         "ScriptFunction, no args may be None because that breaks type propagation.")
     if isinstance(model, torch.jit.ScriptModule):
         graph = model._c._get_method("forward").graph.copy()
         module = model
@@ -374,13 +403,17 @@ def _capture_script(model, args: tuple) -> Captured:
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     inputs, args, arguments = _bind_nones(graph, inputs, args, arguments)
-    flat = list(torch.jit._flatten(args)[0])
+    flat = _flat_script_args(args, arguments)
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
         _bind_default(graph, inputs.pop(), arguments[len(inputs)])
     if len(inputs) != len(flat) and any(isinstance(v.type(), torch._C.TupleType) for v in inputs):
         # tuple arguments (Tuple[Tensor, Tuple[Tensor, Tensor]]) become one graph input per element,
-        # as args flatten them (and as legacy lays them out)
+        # as args flatten them (and as legacy lays them out). First fold what the tuple types decide
+        # (nn.LSTM's 'hx is None' on a Tuple argument), which the lowering cannot take apart.
+        torch._C._jit_pass_peephole(graph, True)
+        torch._C._jit_pass_constant_propagation(graph)
+        torch._C._jit_pass_dce(graph)
         torch._C._jit_pass_lower_all_tuples(graph)
         inputs = list(graph.inputs())[1:] if module is not None else list(graph.inputs())
     if len(inputs) != len(flat):
@@ -494,7 +527,7 @@ def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, 
             found.append((value.dtype, value.dim()))
         elif isinstance(value, (bool, int, float)):
             found.append((torch.tensor(value).dtype if not isinstance(value, float) else torch.float64, 0))
-        elif value is not None:
+        else:  # None (an optional that is empty) or an object: nothing to type an output by
             found.append(None)
 
     flatten(outputs)

@@ -86,6 +86,7 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
 
 
 _NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
+_NUMBER_TYPES = {torch._C.BoolType: torch.bool, torch._C.IntType: torch.int64, torch._C.FloatType: torch.float64}
 # a quantized tensor's integer values at the graph boundary, as legacy types them
 _QUANTIZED_VALUES = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
@@ -186,12 +187,34 @@ class Converter:
             if dtype in _QUANTIZED_VALUES:
                 self.env[jit_value.unique()] = self.add_quantized_input(jit_value, dtype, sizes)
                 continue
+            if examples and k < len(examples) and isinstance(examples[k], list):
+                self.env[jit_value.unique()] = self.add_sequence_input(jit_value, name, examples[k])
+                continue
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
         if self.captured.module is not None:
             self_value = next(iter(self.captured.graph.inputs()))
             self.env[self_value.unique()] = Value("self", const=self.captured.module)
         for jit_value, name, tensor in self.captured.params:
             self.env[jit_value.unique()] = self.add_param(name, tensor)
+
+    def add_sequence_input(self, jit_value: torch._C.Value, name: str, example: list) -> Value:
+        """A list argument of a scripted forward (``pad: List[int]``) as one graph input of ONNX
+        sequence type, as legacy makes it: numbers are 0-d tensors of the list's element type,
+        tensors keep the examples' dtype and the dims they share."""
+        if self.options.opset_version < 11:
+            raise OnnxExporterError(f"the list input {name!r} needs ONNX sequences: opset 11 or later "
+                                    f"(pass opset_version=11)")
+        element = jit_value.type().getElementType()
+        dtype = next((d for kind, d in _NUMBER_TYPES.items() if isinstance(element, kind)), None)
+        tensors = [e for e in example if isinstance(e, torch.Tensor)]
+        shape = () if dtype is not None or not tensors else tuple(tensors[0].shape)
+        for tensor in tensors if dtype is None else []:
+            shape = tuple(a if a == b else None for a, b in zip(shape, tensor.shape)) \
+                if shape is not None and len(shape) == tensor.dim() else None
+        dtype = dtype or (tensors[0].dtype if tensors else torch.float32)
+        value = self.graph.add_input(name, dtype, shape)
+        value.sequence = True
+        return value
 
     def add_quantized_input(self, jit_value: torch._C.Value, dtype: torch.dtype, sizes) -> Value:
         """A quantized tensor input as legacy lays it out: three graph inputs, ``<name>_value``
@@ -508,6 +531,7 @@ class Converter:
                 raise error.in_context("a graph output", ctx.opset, "", source_of(jit_value.node()), [])
         names = self.options.output_names
         flat: list[tuple[Value, str]] = []
+        positions: list[int | None] = []  # each flat output's place among torch's flattened outputs
         n_torch_outputs = 0  # outputs as torch counts them: a quantized one is one
         for jit_value in self.captured.graph.outputs():
             value = self.env[jit_value.unique()]
@@ -515,9 +539,16 @@ class Converter:
             n_torch_outputs += len(items)
             if len(items) == 1 and self.is_quantized_output(jit_value, n_torch_outputs - 1):
                 flat += self.quantized_output(items[0], jit_value.debugName())
+                positions += [None] * 3
                 continue
-            for item in items:
+            for k, item in enumerate(items):
+                if item.is_none and not item.optional:
+                    # a None output: legacy drops it below opset 15 and returns an empty optional from 15
+                    if ctx.opset < 15:
+                        continue
+                    item = _empty_optional(ctx)
                 flat.append((item, jit_value.debugName() if len(items) == 1 else ""))
+                positions.append(n_torch_outputs - len(items) + k)
         if len(names) > len(flat):
             raise ValueError(f"output_names has {len(names)} names but the model has {len(flat)} outputs")
         seen: set[int] = set()
@@ -542,8 +573,9 @@ class Converter:
             graph.rename(value, names[k] if k < len(names) else _default_output_name(
                 hint, numbers.get(id(value)), consumers.get(id(value))))
         examples = self.captured.example_outputs
-        if len(examples) == len(graph.outputs):  # scripted: what one run shows, where the graph is silent
-            for value, example in zip(graph.outputs, examples):
+        if len(examples) == n_torch_outputs:  # scripted: what one run shows, where the graph is silent
+            for value, position in zip(graph.outputs, positions):
+                example = examples[position] if position is not None else None
                 if example is not None:
                     value.dtype = value.dtype or example[0]
                     value.shape = (None,) * example[1] if value.shape is None else value.shape
@@ -704,6 +736,14 @@ def _default_output_name(hint: str, number: int | None, users) -> str:
     if number is None:
         return hint or "output"
     return _friendly_name(number, users)
+
+
+def _empty_optional(ctx: GraphContext) -> Value:
+    """An empty ONNX optional of float tensors (legacy's type for a None graph output)."""
+    node = ctx.graph.add_node("Optional", "", [], {"type": ("tp", (torch.float32, None))}, 1, "", "")
+    out = node.outputs[0]
+    out.dtype, out.optional = torch.float32, True
+    return out
 
 
 def _identity(ctx: GraphContext, graph: Graph, value: Value) -> Value:

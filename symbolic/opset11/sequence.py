@@ -166,6 +166,6 @@ def stack(g, tensors, dim=None):
 @_onnx_symbolic("aten::__getitem__")
 def getitem_list(g, values, index):
     """__getitem__.t(t[](a) list, int idx) -> t(*): a runtime index goes through a sequence"""
-    if sh.const(index) is not sh.UNKNOWN:
+    if sh.const(index) is not sh.UNKNOWN or control.number_vector(values):
         return control.getitem(g, values, index)
     return getitem(g, control.to_sequence(g, values, g.original_node.inputsAt(0).type()), index)

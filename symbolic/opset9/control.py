@@ -210,6 +210,9 @@ def prim_if(g, condition):
     placeholders: dict[int, object] = {}
 
     def finish(g, value, jit_type):
+        if value is UNINITIALIZED and isinstance(jit_type, torch._C.ListType):
+            # a list beside a branch that raises: an empty sequence, typed from the other branch below
+            return to_sequence(g, Value("", elements=[]), jit_type, 13)
         if value is UNINITIALIZED:
             placeholder = _placeholder(g, jit_type)
             placeholders[id(placeholder)] = placeholder.producer
@@ -539,10 +542,20 @@ def len_(g, values):
 @_onnx_symbolic("aten::__getitem__")
 def getitem(g, values, index):
     """__getitem__.t(t[](a) list, int idx) -> t(*)"""
+    if number_vector(values):  # a number list that is a 1-D tensor (sliced or filled at runtime)
+        position = _typed_number(g, index, torch.int64)
+        below = onnx_ops.cast(g, g.op("Less", position, g.constant(0, torch.int64)), torch.int64)
+        position = g.op("Add", position, g.op("Mul", below, onnx_ops.size(g, values, 0)))
+        return g.op("Gather", values, position, axis_i=0)
     items = _items(values)
     if sh.const(index) is sh.UNKNOWN and items:
         return _gather_item(g, items, index)
     return items[_index(g, index, len(items), "list[i]")]
+
+
+def number_vector(values: Value) -> bool:
+    """Whether a list value is a 1-D tensor of its numbers (not items, a constant or a sequence)."""
+    return values.elements is None and not values.is_const and not values.sequence and values.rank == 1
 
 
 def _gather_item(g, items: list[Value], index: Value) -> Value:

@@ -88,7 +88,7 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
     """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a);
     slice.t(t[] l, int? start=None, int? end=None, int step=1) -> t[]"""
     if sh.is_packed_list(self) or (self.is_const and isinstance(self.const, (list, tuple))):
-        return _slice_list(self, dim, start, end)  # scripted code slicing a list: dim is the start
+        return _slice_list(g, self, dim, start, end)  # scripted code slicing a list: dim is the start
     rank = require_rank("slice", self)
     dim = axis_of(_int_const(dim, 0), rank)
     step = _int_const(step, 1)
@@ -108,13 +108,46 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
     return onnx_ops.slice(g, self, [dim], [bounds[0]], [bounds[1]], [step])
 
 
-def _slice_list(items, start, end, step):
+def _slice_list(g, items, start, end, step):
     bounds = [_int_const(v, None) if v is not None else None for v in (start, end, step)]
     if any(b is sh.UNKNOWN for b in bounds):
-        sh.value_error("slicing a list needs bounds known at export time")
+        return _slice_list_at_runtime(g, items, start, end, step)
     if items.is_const:
         return Value("", const=list(items.const)[builtins.slice(*bounds)])
     return Value("", elements=sh.unpack_list(items)[builtins.slice(*bounds)])
+
+
+def _slice_list_at_runtime(g, items, start, end, step):
+    """A list of numbers sliced by bounds known only at runtime (``x.shape[1:x.size(2)]``): its
+    items stacked and sliced, a 1-D tensor, which symbolics take for int[]/float[] arguments (as
+    legacy does; an empty ONNX sequence could not be stacked back)."""
+    step_value = _int_const(step, 1) if step is not None else 1
+    if not isinstance(step_value, int):
+        sh.value_error("slicing a list needs a step known at export time", step)
+    if g.opset < 10:
+        sh.value_error("slicing a list by bounds known only at runtime needs Slice with inputs, opset 10 "
+                       "(pass opset_version=10)")
+    elements = sh.unpack_list(items) if not items.is_const else [Value("", const=v) for v in items.const]
+    if any(not isinstance(sh.const(e, 0), (bool, int, float)) and (e.rank or 0) > 0 for e in elements):
+        sh.value_error("slicing a list of tensors needs bounds known at export time")
+    dtype = next((e.dtype for e in elements if not e.is_const and e.dtype is not None), None) or (
+        torch.float64 if any(isinstance(sh.const(e, 0), float) for e in elements) else torch.int64)
+    parts = [onnx_ops.unsqueeze(g, onnx_ops.cast(g, g.materialize(e), dtype), [0]) if not e.is_const
+             else g.constant([sh.const(e)], dtype) for e in elements]
+    stacked = g.op("Concat", *parts, axis_i=0) if parts else g.constant(torch.zeros(0, dtype=dtype))
+    forward = step_value > 0
+    bounds = []
+    for bound, default in ((start, 0 if forward else -1), (end, onnx_ops.INT64_MAX if forward else -onnx_ops.INT64_MAX)):
+        raw = _int_const(bound, None) if bound is not None else None
+        if raw is None:
+            bounds.append(default)
+        elif isinstance(raw, int):
+            bounds.append(raw)
+        else:
+            bounds.append(onnx_ops.unsqueeze(g, _as_index(g, bound), [0]) if bound.rank == 0 else _as_index(g, bound))
+    out = onnx_ops.slice(g, stacked, [0], [bounds[0]], [bounds[1]], [step_value])
+    out.dtype, out.shape = dtype, (None,)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

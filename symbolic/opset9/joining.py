@@ -153,7 +153,7 @@ def split(g, self, split_size_or_sizes, dim=None):
     split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]"""
     dim = 0 if dim is None else sh._get_const(dim, "i", "dim")
     sizes = sh.const(split_size_or_sizes)
-    if isinstance(sizes, (list, tuple)):
+    if isinstance(sizes, (list, tuple)) or sh.is_packed_list(split_size_or_sizes):  # sizes, maybe runtime ones
         return split_with_sizes(g, self, split_size_or_sizes, Value("", const=dim))
     return _split_by_size(g, self, int(sizes), dim)
 

@@ -48,21 +48,23 @@ def _crop(g, input, pairs):
     return cropped, [(max(b, 0), max(e, 0)) for b, e in pairs]
 
 
-def _runtime_pad(g, input, pairs, mode, value, op):
-    """Pads computed at runtime (e.g. from a dynamic size): a pads input, opset 11 (wrap: 19)."""
+def _runtime_pad(g, input, pairs, mode, value, op, pads=None):
+    """Pads computed at runtime (e.g. from a dynamic size): a pads input, opset 11 (wrap: 19).
+    ``pads``: the ONNX pads tensor when already built (then ``pairs`` is not read)."""
     need = 19 if mode == "circular" else 11
     if g.opset < need:
         sh.value_error(f"{op}: pads known only at runtime need Pad with a pads input{' and wrap mode' * (need == 19)}"
                        f", opset {need} (pass opset_version={need})")
-    items = [b for b, _ in pairs] + [e for _, e in pairs]
-    parts = []
-    for item in items:
-        if isinstance(item, Value):
-            item = onnx_ops.cast(g, item, torch.int64)
-            parts.append(onnx_ops.unsqueeze(g, item, [0]) if item.rank == 0 else item)
-        else:
-            parts.append(g.constant([item], torch.int64))
-    pads = g.op("Concat", *parts, axis_i=0)
+    if pads is None:
+        items = [b for b, _ in pairs] + [e for _, e in pairs]
+        parts = []
+        for item in items:
+            if isinstance(item, Value):
+                item = onnx_ops.cast(g, item, torch.int64)
+                parts.append(onnx_ops.unsqueeze(g, item, [0]) if item.rank == 0 else item)
+            else:
+                parts.append(g.constant([item], torch.int64))
+        pads = g.op("Concat", *parts, axis_i=0)
     wide = onnx_ops.cast(g, input, torch.uint8) if input.dtype == torch.bool else input
     fill = None
     if mode == "constant":
@@ -72,6 +74,25 @@ def _runtime_pad(g, input, pairs, mode, value, op):
         fill = g.constant(fill_value, wide.dtype)
     out = g.op("Pad", wide, pads, fill, mode_s=_MODES[mode])
     return onnx_ops.cast(g, out, torch.bool) if input.dtype == torch.bool else out
+
+
+def _pads_tensor(g, input, pad, mode, value, op):
+    """Pads as a 1-D tensor of runtime length (a list built in a loop, a list input): torch's
+    (begin, end) pairs from the last dim, padded with zeros to one pair per dim, reversed to the
+    first dim first and transposed to ONNX's begins-then-ends."""
+    rank = sh.rank(input)
+    if rank is None:
+        sh.value_error(f"{op}: the input rank must be known", input)
+    pad = onnx_ops.cast(g, pad, torch.int64)
+    missing = g.op("Sub", g.constant([2 * rank], torch.int64), g.op("Shape", pad))
+    zeros = g.op("ConstantOfShape", missing, value_t=torch.zeros(1, dtype=torch.int64))
+    pairs = g.op("Reshape", g.op("Concat", pad, zeros, axis_i=0), g.constant([rank, 2], torch.int64))
+    if g.opset >= 10:
+        pairs = onnx_ops.slice(g, pairs, [0], [-1], [-onnx_ops.INT64_MAX], [-1])
+    else:
+        pairs = g.op("Gather", pairs, g.constant(list(range(rank - 1, -1, -1)), torch.int64), axis_i=0)
+    pads = g.op("Reshape", g.op("Transpose", pairs, perm_i=[1, 0]), g.constant([-1], torch.int64))
+    return _runtime_pad(g, input, [(pads, 0)], mode, value, op, pads)
 
 
 def _circular(g, input, pairs):
@@ -94,6 +115,8 @@ def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
     """The one lowering behind every aten pad op."""
     if mode not in _MODES:
         sh.value_error(f"{op}: padding mode {mode!r} is not supported")
+    if isinstance(pad, Value) and not pad.is_const and pad.elements is None and pad.rank == 1:
+        return _pads_tensor(g, input, pad, mode, value, op)
     pairs = _pairs(input, pad, op)
     if any(isinstance(p, Value) for pair in pairs for p in pair):
         return _runtime_pad(g, input, pairs, mode, value, op)

@@ -42,6 +42,8 @@ def _size_list(output_size):
         return None
     if isinstance(output_size, list):
         return output_size
+    if output_size.elements is None and not output_size.is_const and output_size.rank == 1:
+        return output_size  # a 1-D tensor of sizes computed at runtime (a list built in a loop)
     raw = sh.const(output_size, None)
     if raw is not None:
         return [int(s) for s in raw]
@@ -49,7 +51,9 @@ def _size_list(output_size):
 
 
 def _int_vector(g, items) -> Value:
-    """A 1-D int64 value from ints and runtime scalars."""
+    """A 1-D int64 value from ints and runtime scalars (or from a 1-D tensor of them)."""
+    if isinstance(items, Value):
+        return onnx_ops.cast(g, items, torch.int64)
     if all(isinstance(i, int) for i in items):
         return g.constant(list(items), torch.int64)
     parts = []
@@ -65,16 +69,23 @@ def _int_vector(g, items) -> Value:
 def _full_sizes(g, input, sizes):
     """[N, C, *sizes] as a 1-D int64 value."""
     dims = sh.sizes(input)
-    if dims is not None and all(isinstance(d, int) for d in dims[:2]):
+    if dims is not None and all(isinstance(d, int) for d in dims[:2]) and not isinstance(sizes, Value):
         return _int_vector(g, list(dims[:2]) + list(sizes))
-    batch = onnx_ops.slice(g, g.op("Shape", input), [0], [0], [2])
+    if dims is not None and all(isinstance(d, int) for d in dims[:2]):
+        batch = g.constant(list(dims[:2]), torch.int64)
+    else:
+        batch = onnx_ops.slice(g, g.op("Shape", input), [0], [0], [2])
+    if isinstance(sizes, Value) and (sizes.shape is None or not isinstance(sizes.shape[0], int)):
+        # a runtime list of sizes: its length stated, since ONNX's Resize shape inference rejects a
+        # sizes input of unknown length
+        sizes = g.op("Reshape", onnx_ops.cast(g, sizes, torch.int64), g.constant([len(dims) - 2], torch.int64))
     return g.op("Concat", batch, _int_vector(g, sizes), axis_i=0)
 
 
 def _static_scales(input, sizes) -> list[float] | None:
     """out / in per spatial dim, nudged up so that float32 ``in * scale`` floors to ``out``."""
     dims = sh.sizes(input)
-    if dims is None or not all(isinstance(d, int) for d in dims[2:]) or not all(isinstance(s, int) for s in sizes):
+    if isinstance(sizes, Value) or dims is None or not all(isinstance(d, int) for d in dims[2:]) or not all(isinstance(s, int) for s in sizes):
         return None
     scales = []
     for n, out in zip(dims[2:], sizes):
@@ -89,7 +100,7 @@ def _whole_downsampling(input, sizes, scales) -> bool:
     """Whether every downsampled dim shrinks by a whole factor (or nothing shrinks)."""
     dims = sh.sizes(input)
     if sizes is not None:
-        if dims is None:
+        if dims is None or isinstance(sizes, Value):
             return False
         return all(isinstance(n, int) and isinstance(m, int) and (m >= n or n % m == 0)
                    for n, m in zip(dims[2:], sizes))
