@@ -366,30 +366,74 @@ def index_add(g, self, dim, index, source, alpha=None):
     factor = sh.const(alpha, 1) if alpha is not None and not sh.is_none(alpha) else 1
     if factor != 1:
         source = g.op("Mul", source, g.constant(factor, self.dtype))
-    return _scatter_add(g, self, dim, _along_dim(g, self, dim, index, source), source)
+    # torch requires source to match self on every dim but ``dim``: the sums cover self
+    return _scatter_add(g, self, dim, _along_dim(g, self, dim, index, source), source, covers=True)
 
 
-def _scatter_add(g, self, dim: int, positions: Value, updates: Value) -> Value:
+def _scatter_add(g, self, dim: int, positions: Value, updates: Value, covers: bool = False) -> Value:
     """ScatterElements(reduction="add"); before opset 16 a one-hot sum, exact for repeated positions
-    (scattering into zeros and adding, as the legacy exporter does, drops all but one of them)."""
+    (scattering into zeros and adding, as the legacy exporter does, drops all but one of them).
+    ``covers``: the positions have self's sizes on every dim but ``dim``."""
     if g.opset >= 16:
         return onnx_ops.scatter_elements(g, self, dim, positions, updates, "add")
     need_opset_9(g, "scatter_add")
     if self.dtype == torch.bool:
         sh.value_error("adding into a boolean tensor needs ScatterElements reduction (opset 16)", self)
     # hot[..., j, ...] (j at dim + 1) = positions == j; sum the updates over the position axis
-    depth = g.constant([static_dim("scatter_add", self, dim)], torch.int64) if sh.is_static(self, dim) \
-        else onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0])
-    hot = g.op("OneHot", positions, depth, g.constant([0, 1], self.dtype), axis_i=dim + 1)
+    hot = g.op("OneHot", positions, _depth(g, self, dim), g.constant([0, 1], self.dtype), axis_i=dim + 1)
     added = onnx_ops.reduce(g, "ReduceSum", g.op("Mul", hot, onnx_ops.unsqueeze(g, updates, [dim + 1])), [dim], False)
+    return g.op("Add", self, _pad_corner(g, self, dim, added, positions, 0, covers))
+
+
+def _depth(g, self: Value, dim: int) -> Value:
+    return g.constant([static_dim("scatter", self, dim)], torch.int64) if sh.is_static(self, dim) \
+        else onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0])
+
+
+def _pad_corner(g, self: Value, dim: int, reduced: Value, positions: Value, fill, covers: bool) -> Value:
+    """``reduced`` (self's size at ``dim``, the positions' sizes elsewhere) padded with ``fill`` to
+    self's shape: positions may cover only a corner of self. ``covers``: they cover all of it."""
     mine, theirs = sh.sizes(self), sh.sizes(positions)
-    short = [k for k in range(len(mine)) if k != dim and mine[k] != theirs[k]]
-    if short:  # positions cover only a corner of self: pad the sums with zeros
-        if any(not isinstance(mine[k], int) or not isinstance(theirs[k], int) for k in short):
-            sh.value_error("scatter_add with a smaller index needs static sizes before opset 16", self)
+    short = [] if covers else [k for k in range(len(mine)) if k != dim and mine[k] != theirs[k]]
+    if short and all(isinstance(mine[k], int) and isinstance(theirs[k], int) for k in short):
         pads = [0] * len(mine) + [mine[k] - theirs[k] if k in short else 0 for k in range(len(mine))]
-        added = onnx_ops.pad(g, added, pads, "constant", 0.0)
-    return g.op("Add", self, added)
+        return onnx_ops.pad(g, reduced, pads, "constant", fill)
+    if not short:
+        return reduced
+    if g.opset < 11:
+        sh.value_error("scattering with an index whose sizes are known only at runtime needs ScatterElements "
+                       "reduction (opset 16) or Pad with a pads input (opset 11); pass opset_version=11", self)
+    # the corner's size at runtime: pad the ends by what self has more (0 where they match)
+    ends = g.op("Sub", onnx_ops.shape_of(g, self), onnx_ops.shape_of(g, reduced))
+    pads = g.op("Concat", g.constant([0] * len(mine), torch.int64), ends, axis_i=0)
+    return g.op("Pad", reduced, pads, g.constant(fill, reduced.dtype), mode_s="constant")
+
+
+# mode -> (ONNX reduce over the hits, value where nothing hits); the combining op is in _scatter_one_hot
+_ONE_HOT_REDUCE = {"sum": ("ReduceSum", 0), "prod": ("ReduceProd", 1), "amax": ("ReduceMax", float("-inf")),
+                   "amin": ("ReduceMin", float("inf"))}
+
+
+def _scatter_one_hot(g, base: Value, dim: int, positions: Value, updates: Value, mode: str) -> Value:
+    """scatter_reduce below ScatterElements' reduction (16; max/min 18): every slot reduces the
+    updates aimed at it (a one-hot mask over the slots, the others set to the reduction's
+    identity), then combines with ``base``; exact, however often a position repeats."""
+    need_opset_9(g, "scatter_reduce")
+    op_type, identity = _ONE_HOT_REDUCE[mode]
+    if not base.dtype.is_floating_point and identity in (float("inf"), float("-inf")):
+        info = torch.iinfo(base.dtype)
+        identity = info.max if identity > 0 else info.min
+    hot = g.op("OneHot", positions, _depth(g, base, dim), g.constant([0, 1], torch.int64), axis_i=dim + 1)
+    hits = g.op("Where", onnx_ops.cast(g, hot, torch.bool), onnx_ops.unsqueeze(g, updates, [dim + 1]),
+                g.constant(identity, base.dtype))
+    reduced = _pad_corner(g, base, dim, onnx_ops.reduce(g, op_type, hits, [dim], False), positions, identity, False)
+    if mode == "sum":
+        return g.op("Add", base, reduced)
+    if mode == "prod":
+        return g.op("Mul", base, reduced)
+    # Max/Min take integers only from opset 12: compare and pick instead
+    better = g.op("Greater" if mode == "amax" else "Less", reduced, base)
+    return g.op("Where", better, reduced, base)
 
 
 @_onnx_symbolic("aten::take")
@@ -503,6 +547,11 @@ def _scatter_updates(g, self, index: Value, src) -> Value:
     if mine is not None and theirs is not None and mine != theirs:
         axes = [k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b]
         src = onnx_ops.slice(g, src, axes, [0] * len(axes), [theirs[k] for k in axes])
+    elif (mine is None or theirs is None) and sh.sizes(src) != sh.sizes(index) and g.opset >= 10:
+        # torch takes the corner of src that index covers; its size is known only at runtime
+        rank = require_rank("scatter", index)
+        src = g.op("Slice", src, g.constant([0] * rank, torch.int64), onnx_ops.shape_of(g, index),
+                   g.constant(list(range(rank)), torch.int64))
     return src
 
 
@@ -519,6 +568,8 @@ def scatter(g, self, dim, index, src, reduce=None):
     mode = sh.const(reduce, None) if reduce is not None else None
     if mode == "add":
         return _scatter_add(g, self, dim, index, updates)
+    if mode == "multiply" and g.opset < 16:
+        return _scatter_one_hot(g, self, dim, index, updates, "prod")
     return onnx_ops.scatter_elements(g, self, dim, index, updates, _SCATTER_REDUCE.get(mode))
 
 
@@ -543,9 +594,11 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
     index = normalize_index(g, index, self, dim)
     updates = _scatter_updates(g, self, index, src)
     since = 18 if mode in ("amax", "amin") else 16
-    if g.opset < since:
+    if g.opset < since and mode == "mean":
         sh.value_error(f"scatter_reduce with reduce={mode!r} needs ScatterElements reduction (opset {since}; "
                        f"pass opset_version={since})")
+    if sh.static_sizes(self) is not None and 0 in sh.static_sizes(self):
+        return self  # nothing to scatter into (the index is empty too)
     base = self
     if not keep:
         identity = _REDUCE_IDENTITY[mode]
@@ -554,6 +607,8 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
             identity = info.max if identity > 0 else info.min
         fill = g.op("Expand", g.constant(identity, self.dtype), onnx_ops.shape_of(g, index))
         base = onnx_ops.scatter_elements(g, self, dim, index, fill)
+    if mode != "mean" and g.opset < since:
+        return _scatter_one_hot(g, base, dim, index, updates, mode)
     if mode != "mean":
         return onnx_ops.scatter_elements(g, base, dim, index, updates, _SCATTER_REDUCE[mode])
     total = onnx_ops.scatter_elements(g, base, dim, index, updates, "add")

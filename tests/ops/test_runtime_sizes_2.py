@@ -75,6 +75,42 @@ def add_at_index_slice_and_int(x, update):
     return x
 
 
+# -- scatter: index_add, scatter_add, scatter_reduce ----------------------------------------------
+
+class AddRows(torch.nn.Module):
+    """index_add_ of fixed rows into an input whose sizes vary (``times``: repeated in a loop)."""
+
+    def __init__(self, times=1):
+        super().__init__()
+        self.times = times
+        self.index = torch.tensor([0, 2, 3, 1, 2])
+        self.rows = torch.arange(15.0).reshape(1, 5, 3)
+
+    def forward(self, x):
+        x = x.clone()
+        for _ in range(self.times):
+            x.index_add_(1, self.index, self.rows)
+        return x
+
+
+def scatter_add_rows(x, index, src):
+    return x.scatter_add(0, index, src)
+
+
+def reduce_all_ways(src, index, x):
+    return (x.scatter_reduce(0, index, src, "amax"), x.scatter_reduce(0, index, src, "sum"),
+            x.scatter_reduce(0, index, src, "amin"), x.scatter_reduce(0, index, src, "prod"))
+
+
+def reduce_excluding_self(src, index, x):
+    return (x.scatter_reduce(1, index, src, "amax", include_self=False),
+            x.scatter_reduce(1, index, src, "prod", include_self=False))
+
+
+def scatter_multiply(src, index, x):
+    return x.scatter(1, index, src, reduce="multiply")
+
+
 def _ints(*values):
     return torch.tensor(values)
 
@@ -109,6 +145,32 @@ CASES = [
           lambda: (torch.randn(3, 4, 5), torch.tensor([10.0, 15.0]).view(1, 2, 1)), min_opset=11),
     _case("add_at_index_slice_and_int", add_at_index_slice_and_int,
           lambda: (torch.randn(3, 4, 5), torch.tensor([10.0, 15.0]).view(2, 1)), min_opset=11),
+    # index_add: source matches self on every dim but the indexed one, whatever the runtime sizes
+    _case("index_add_dynamic", AddRows(), lambda: (torch.ones(1, 4, 3),),
+          [lambda: (torch.randn(1, 6, 3),)], axes=[[0, 1]]),
+    _case("index_add_in_loop", AddRows(3), lambda: (torch.ones(1, 4, 3),), opsets=(9, 13)),
+    # scatter_add with an index (and a larger src) of runtime sizes: src cut to the index at runtime
+    _case("scatter_add_runtime_index", scatter_add_rows,
+          lambda: (torch.zeros(3, 5), _ints([0, 1, 2, 0], [1, 0, 2, 1]), torch.ones(3, 5)),
+          [lambda: (torch.zeros(3, 5), _ints([2, 2], [0, 1], [1, 1]), torch.randn(4, 3)),
+           lambda: (torch.zeros(3, 5), _ints([0, 1, 2, 0, 0]), torch.randn(1, 5))],
+          axes=[[], [0, 1], [0, 1]], opsets=(11, 13, 16), min_opset=11),
+    # scatter_reduce below ScatterElements' reductions (16, max/min 18): exact one-hot reductions
+    _case("scatter_reduce_all_ways", reduce_all_ways,
+          lambda: (torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), _ints(0, 1, 0, 1, 2, 1), torch.tensor([1.0, 2.0, 3.0, 8.0])),
+          opsets=(9, 13, 16, 17, 18)),
+    _case("scatter_reduce_ints", reduce_all_ways, lambda: (_ints(5, -2, 3, 4, 1, 6), _ints(0, 1, 0, 1, 2, 1), _ints(1, 2, 3, 8)),
+          opsets=(9, 13, 16, 17, 18)),
+    _case("scatter_reduce_empty", reduce_all_ways,
+          lambda: (torch.tensor([]), torch.tensor([], dtype=torch.int64), torch.tensor([])), opsets=(9, 16, 17, 18)),
+    _case("scatter_reduce_excluding_self", reduce_excluding_self,
+          lambda: (torch.randn(3, 4), _ints([0, 4, 4, 1], [2, 2, 2, 2]), torch.randn(3, 5)), opsets=(9, 13, 16, 17, 18)),
+    _case("scatter_reduce_runtime_corner", reduce_all_ways,
+          lambda: (torch.randn(3, 4), _ints([0, 1, 4, 4], [2, 2, 1, 0]), torch.randn(5, 6)),
+          [lambda: (torch.randn(4, 3), _ints([1, 1], [0, 4]), torch.randn(6, 2))],
+          axes=[[0, 1], [0, 1], [0, 1]], opsets=(11, 16, 17, 18), min_opset=11),
+    _case("scatter_multiply", scatter_multiply,
+          lambda: (torch.randn(2, 3), _ints([0, 3, 3], [1, 1, 2]), torch.randn(3, 4)), opsets=(9, 13, 16)),
     _case("repeat_interleave_const_count_dynamic_dim", lambda x: torch.repeat_interleave(x, torch.tensor(3), dim=-1),
           lambda: (torch.randn(2, 3),), [lambda: (torch.randn(2, 5),)], axes=[[1]]),
 ]
