@@ -187,11 +187,13 @@ def tensordot(g, self, other, dims_self, dims_other):
     a = g.op("Transpose", self, perm_i=free_a + da) if free_a + da != list(range(ra)) else self
     b = g.op("Transpose", other, perm_i=db + free_b) if db + free_b != list(range(rb)) else other
     contracted = [sh.sizes(self)[d] for d in da]
-    if not all(isinstance(d, int) for d in contracted):
-        sh.value_error("tensordot: the contracted dims must have static sizes", self)
-    k = math.prod(contracted)
-    a2 = g.op("Reshape", a, g.constant([-1, k], torch.int64))
-    b2 = g.op("Reshape", b, g.constant([k, -1], torch.int64))
+    if all(isinstance(d, int) for d in contracted):
+        k = g.constant([math.prod(contracted)], torch.int64)
+    else:  # their product at runtime
+        k = reduce(g, "ReduceProd", _dims_of(g, self, da), [0], True)
+    minus_one = g.constant([-1], torch.int64)
+    a2 = g.op("Reshape", a, g.op("Concat", minus_one, k, axis_i=0))
+    b2 = g.op("Reshape", b, g.op("Concat", k, minus_one, axis_i=0))
     product = matmul_typed(g, a2, b2)
     shape_a, shape_b = sh.sizes(self), sh.sizes(other)
     free_dims = [shape_a[d] for d in free_a] + [shape_b[d] for d in free_b]

@@ -111,6 +111,14 @@ def scatter_multiply(src, index, x):
     return x.scatter(1, index, src, reduce="multiply")
 
 
+def contract_two(x, y):
+    return torch.tensordot(x, y, dims=([2, 3], [0, 1]))
+
+
+def contract_mixed(x, y):
+    return torch.tensordot(x, y, dims=([0, 2], [2, 1]))
+
+
 def _ints(*values):
     return torch.tensor(values)
 
@@ -171,6 +179,11 @@ CASES = [
           axes=[[0, 1], [0, 1], [0, 1]], opsets=(11, 16, 17, 18), min_opset=11),
     _case("scatter_multiply", scatter_multiply,
           lambda: (torch.randn(2, 3), _ints([0, 3, 3], [1, 1, 2]), torch.randn(3, 4)), opsets=(9, 13, 16)),
+    # tensordot over dims whose sizes are known only at runtime: their product computed in the graph
+    _case("tensordot_dynamic", contract_two, lambda: (torch.randn(7, 5, 3, 4), torch.randn(3, 4, 9, 2)),
+          [lambda: (torch.randn(8, 6, 2, 5), torch.randn(2, 5, 3, 4))], axes=[[0, 1, 2, 3], [0, 1, 2, 3]]),
+    _case("tensordot_dynamic_permuted", contract_mixed, lambda: (torch.randn(2, 3, 4), torch.randn(5, 4, 2)),
+          [lambda: (torch.randn(3, 1, 6), torch.randn(2, 6, 3))], axes=[[0, 1, 2], [0, 1, 2]]),
     _case("repeat_interleave_const_count_dynamic_dim", lambda x: torch.repeat_interleave(x, torch.tensor(3), dim=-1),
           lambda: (torch.randn(2, 3),), [lambda: (torch.randn(2, 5),)], axes=[[1]]),
 ]
