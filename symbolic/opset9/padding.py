@@ -53,8 +53,10 @@ def _runtime_pad(g, input, pairs, mode, value, op, pads=None):
     ``pads``: the ONNX pads tensor when already built (then ``pairs`` is not read)."""
     need = 19 if mode == "circular" else 11
     if g.opset < need:
-        sh.value_error(f"{op}: pads known only at runtime need Pad with a pads input{' and wrap mode' * (need == 19)}"
-                       f", opset {need} (pass opset_version={need})")
+        # legacy's wording first: callers match on it
+        sh.value_error(f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding must be "
+                       f"constant. Please try opset version {need} ({op}: pads known only at runtime need Pad with "
+                       f"a pads input{' and wrap mode' * (need == 19)}, opset {need}; pass opset_version={need})")
     if pads is None:
         items = [b for b, _ in pairs] + [e for _, e in pairs]
         parts = []
@@ -130,8 +132,11 @@ def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
         wide = onnx_ops.cast(g, input, torch.uint8 if g.opset >= 11 else torch.float32)
         return onnx_ops.cast(g, _pad(g, wide, pairs, mode, value), torch.bool)
     if g.opset < 11 and input.dtype is not None and not input.dtype.is_floating_point:
-        sh.value_error(f"{op}: padding a {input.dtype} tensor needs Pad for all types, opset 11 "
-                       "(pass opset_version=11)")
+        # Pad takes floating types only before opset 11: pad in a float type that holds every value
+        # exactly (double for 32/64-bit integers, as far as 2**53), then cast back.
+        wide = torch.float64 if input.dtype in (torch.int32, torch.int64) else torch.float32
+        padded = _pad(g, onnx_ops.cast(g, input, wide), pairs, mode, value)
+        return onnx_ops.cast(g, padded, input.dtype)
     return _pad(g, input, pairs, mode, value)
 
 

@@ -26,7 +26,8 @@ CASES = [
     Case("constant_all_dims", pad((1, 1, 0, 2, 1, 0)), randn(3, 4, 5), opsets=OPSETS),
     Case("constant_negative", pad((-1, 2, 1, -2)), randn(2, 3, 5, 6), opsets=OPSETS),
     Case("constant_crop_only", pad((-1, -1, 0, -2)), randn(2, 3, 5, 6), opsets=OPSETS),
-    Case("constant_int64", pad((1, 2), value=7), lambda: (torch.randint(-5, 5, (2, 3)),), min_opset=11),
+    # before opset 11 Pad takes floats only: padded as double and cast back
+    Case("constant_int64", pad((1, 2), value=7), lambda: (torch.randint(-5, 5, (2, 3)),), opsets=OPSETS),
     Case("constant_bool", pad((1, 1)), lambda: (torch.rand(2, 3) > 0.5,), opsets=OPSETS),
     Case("constant_bool_true", pad((1, 0, 0, 1), value=1.0), lambda: (torch.rand(2, 3) > 0.5,), opsets=OPSETS),
     Case("constant_float64", pad((2, 1)), randn(2, 3, dtype=torch.float64), opsets=OPSETS),

@@ -4,10 +4,12 @@ tensor of runtime length. Each case is exported traced and scripted and rerun at
 against eager PyTorch through onnxruntime."""
 
 import io
+from typing import List
 
 import onnx
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.optable import Case, run_case, scripted
 from torchscript_onnx import MAX_OPSET, export
@@ -119,6 +121,20 @@ def contract_mixed(x, y):
     return torch.tensordot(x, y, dims=([0, 2], [2, 1]))
 
 
+# -- pad: integers before opset 11 (Pad takes floating types only) ------------------------------
+
+def pad_sides(x):
+    return F.pad(x, (1, 1))
+
+
+def pad_with_value(x):
+    return F.pad(x, (1, 2, 0, 1), value=-3.0)
+
+
+def pad_reflect(x):
+    return F.pad(x, (1, 2), mode="reflect")
+
+
 def _ints(*values):
     return torch.tensor(values)
 
@@ -184,6 +200,13 @@ CASES = [
           [lambda: (torch.randn(8, 6, 2, 5), torch.randn(2, 5, 3, 4))], axes=[[0, 1, 2, 3], [0, 1, 2, 3]]),
     _case("tensordot_dynamic_permuted", contract_mixed, lambda: (torch.randn(2, 3, 4), torch.randn(5, 4, 2)),
           [lambda: (torch.randn(3, 1, 6), torch.randn(2, 6, 3))], axes=[[0, 1, 2], [0, 1, 2]]),
+    # integers padded in a float type that holds them exactly (double for 32/64-bit ones)
+    _case("pad_int32", pad_sides, lambda: (torch.randint(-9, 9, (3, 3), dtype=torch.int32),), opsets=(9, 10, 11)),
+    _case("pad_int64_beyond_float", pad_sides, lambda: (torch.tensor([[2**40 + 1, -5]]),), opsets=(9, 11)),
+    _case("pad_int8_value", pad_with_value, lambda: (torch.randint(-100, 100, (2, 3), dtype=torch.int8),),
+          opsets=(9, 11)),
+    _case("pad_int32_reflect", pad_reflect, lambda: (torch.randint(-100, 100, (1, 2, 5), dtype=torch.int32),),
+          opsets=(9, 11)),
     _case("repeat_interleave_const_count_dynamic_dim", lambda x: torch.repeat_interleave(x, torch.tensor(3), dim=-1),
           lambda: (torch.randn(2, 3),), [lambda: (torch.randn(2, 5),)], axes=[[1]]),
 ]
@@ -206,3 +229,13 @@ def test_expand_by_sizes_needs_no_minus_one_check():
     """Sizes read off a shape are never -1: no Where guards the Expand then."""
     ops = _op_types(expand_keep_and_size, (torch.randn(3, 1),), input_names=["x"], dynamic_axes={"x": [0]})
     assert "Expand" in ops and "Where" not in ops
+
+
+def test_runtime_pads_before_11_say_what_legacy_says():
+    """Pads known only at runtime before opset 11: legacy's wording, then ours."""
+    def pad_by(x, pads: List[int]):
+        return F.pad(x, pads)
+
+    with pytest.raises(Exception, match=r"Unsupported: ONNX export of Pad.*The sizes of the padding must be constant"
+                                        r".*opset_version=11"):
+        export(Case("m", pad_by, None).module(), (torch.randn(2, 2, 4, 4), [2, 4]), io.BytesIO(), opset_version=9)
