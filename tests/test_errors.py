@@ -121,6 +121,9 @@ VALIDATION_ERRORS = [
     ("artifacts_dir-int", dict(artifacts_dir=3, report=True), TypeError, "artifacts_dir", True),
     ("fallback-str", dict(fallback="no"), TypeError, "fallback", True),
     ("strict-str", dict(strict="no"), TypeError, "strict", True),
+    ("value_info-str", dict(value_info="no"), TypeError, "value_info", True),
+    ("provenance-none", dict(provenance=None), TypeError, "provenance", True),
+    ("metadata_props-list", dict(metadata_props=[("author", "me")]), TypeError, "metadata_props", True),
 ]
 
 

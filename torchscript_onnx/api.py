@@ -29,6 +29,7 @@ from .prepare import prepare
 from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options, warn_or_raise
 from .printer import graph_text
 
+from .provenance import NodeMetadata, _module_class
 __version__ = "0.1.0"
 
 
@@ -173,16 +174,19 @@ def _check_dynamic_axes(graph: Graph, options: ExportOptions) -> None:
                 raise ValueError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {rank}")
 
 
-def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **option_kwargs) -> Exported:
+def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, value_info: bool = True,
+          provenance: bool = True, metadata_props: Mapping[str, str] | None = None, **option_kwargs) -> Exported:
     """Capture and convert ``model`` without writing anything; ``export`` saves the result.
 
     ``option_kwargs`` are ``export``'s options by keyword; those not given take their defaults.
     ``artifacts`` records the steps for ``export(report=True)`` and dumps the captured graph.
     """
+    ``value_info``, ``provenance``, ``metadata_props``: as in ``export``.
     unknown = sorted(set(option_kwargs) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
     artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
+    metadata_props = _check_file_metadata(value_info, provenance, metadata_props)
     clock = progress.Progress()
     options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
     _check_model(model)
@@ -214,7 +218,9 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, **
 
         functions = extract(graph, model, options.export_modules_as_functions, options.opset_version,
                             ctx.custom_domains)
-    model_proto = _model_proto(graph, ctx, options)
+    model_proto = _model_proto(graph, ctx, options, value_info=value_info, metadata_props=metadata_props,
+                               node_metadata=NodeMetadata(model) if provenance else None,
+                               doc_string=_doc_string(model, captured.scripted, options.opset_version))
     from .functions import onnxscript_functions
 
     model_proto.functions.extend(functions + onnxscript_functions(ctx))
@@ -235,7 +241,9 @@ def _exports_training(model, mode: TrainingMode) -> bool:
     return mode == TrainingMode.TRAINING
 
 
-def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions) -> onnx.ModelProto:
+def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions, value_info: bool = True,
+                 metadata_props: dict[str, str] | None = None, node_metadata=None,
+                 doc_string: str = "") -> onnx.ModelProto:
     return serialize.model_proto_without_weights(
         graph,
         options.opset_version,
@@ -243,9 +251,38 @@ def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions) -> onn
         options.keep_initializers_as_inputs or not options.export_params,
         __version__,
     )
+        metadata=metadata_props,
+        value_info=value_info,
+        node_metadata=node_metadata,
+        doc_string=doc_string,
 
 
 def export(
+def _check_file_metadata(value_info, provenance, metadata_props) -> dict[str, str]:
+    """The checks of ``value_info``, ``provenance`` and ``metadata_props``; the metadata as a dict."""
+    for flag, name in ((value_info, "value_info"), (provenance, "provenance")):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False; got {flag!r}")
+    if metadata_props is None:
+        return {}
+    if not isinstance(metadata_props, Mapping):
+        raise TypeError(f"metadata_props must be a dict of str to str; got {type(metadata_props).__name__}")
+    bad = [(k, v) for k, v in metadata_props.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"metadata_props must map str keys to str values; got {bad[0][0]!r}: {bad[0][1]!r}")
+    return dict(metadata_props)
+
+
+def _doc_string(model, scripted: bool, opset: int) -> str:
+    """The model's description: what was exported, how, and by what."""
+    if isinstance(model, torch.nn.Module):
+        what = _module_class(model)
+    else:
+        what = getattr(model, "__qualname__", None) or getattr(model, "name", None) or type(model).__name__
+    how = "scripted" if scripted else "traced"
+    return f"{what} ({how}), exported to ONNX opset {opset} by torchscript-onnx {__version__}"
+
+
     model,
     args=(),
     f=None,
@@ -277,6 +314,9 @@ def export(
     fallback: bool = False,
     strict: bool = False,
 ):
+    value_info: bool = True,
+    provenance: bool = True,
+    metadata_props: Mapping[str, str] | None = None,
     """Export ``model`` to ONNX, like the legacy TorchScript exporter (``dynamo=False``).
 
     Takes every argument of ``torch.onnx.export``; each does what its name says.
@@ -343,6 +383,15 @@ def export(
     Returns:
         None, or the ``onnx.ModelProto`` when ``f`` is None.
 
+        value_info: write the dtype and shape of every intermediate value whose dtype is known
+            (dims by number, by dynamic-axis name, or unknown) as the graph's ``value_info``, so
+            viewers such as netron show them. Not a legacy keyword (legacy writes none).
+        provenance: write each node's module scope, module class hierarchy and source lines as
+            its ``metadata_props``, under the dynamo exporter's keys (``namespace``,
+            ``pkg.torch.onnx.class_hierarchy``, ``pkg.torch.onnx.name_scopes``,
+            ``pkg.torch.onnx.stack_trace``). False keeps source paths out of the file.
+        metadata_props: ``{str: str}`` written into the model's ``metadata_props`` (author,
+            licence, version, ...). Not a legacy keyword.
     Raises:
         TypeError, ValueError: an argument is invalid (the message names it); raised before any work.
         UnsupportedOperatorError: operators without a conversion at the opset (all of them at once).
@@ -386,7 +435,9 @@ def export(
     artifacts.start()
     exported = comparisons = None
     try:
-        exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **options)
+    file_metadata = dict(value_info=value_info, provenance=provenance, metadata_props=metadata_props)
+    _check_file_metadata(**file_metadata)
+        exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **file_metadata, **options)
         if verify:
             comparisons = _verify(model, args, kwargs, exported)
             artifacts.step("verification with onnxruntime")

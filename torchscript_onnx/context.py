@@ -32,6 +32,7 @@ class GraphContext:
     original_node: Any = None  # the torch._C.Node being converted, for prim symbolics
     scope: str = ""  # "/layer1/0/conv1": names the nodes a symbolic emits
     source: str = ""  # "model.py:42"
+    origin: Any = None  # ir.Origin of the JIT node being converted: stamped on every node emitted
     # Values whose dims named in dynamic_axes must stay symbolic: no trusted trace sizes.
     dynamic: bool = False
     custom_domains: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -81,7 +82,7 @@ class GraphContext:
         node_inputs = [self.materialize(v) for v in inputs]
         if domain:
             self.custom_domains.setdefault(domain, self.options.custom_opsets.get(domain, 1))
-        node = self.graph.add_node(op_type, domain, node_inputs, attrs, outputs, self.scope, self.source)
+        node = self.graph.add_node(op_type, domain, node_inputs, attrs, outputs, self.scope, self.source, self.origin)
         shapes.infer(node)
         return node.outputs[0] if outputs == 1 else tuple(node.outputs)
 
@@ -137,7 +138,8 @@ class GraphContext:
         # Constant-1 (opsets 7-8) holds only float tensors; other constants go to initializers.
         constant_node_ok = self.opset >= 9 or tensor.dtype in (torch.float16, torch.float32, torch.float64)
         if tensor.numel() <= MAX_CONSTANT_NODE_ELEMENTS and constant_node_ok:
-            node = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope, self.source)
+            node = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope, self.source,
+                                       self.origin)
             out = node.outputs[0]
             value.name, value.producer = out.name, node
             node.outputs[0] = value
@@ -167,7 +169,7 @@ class GraphContext:
                 local = self.root.materialize(value)
             else:
                 local = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope,
-                                            self.source).outputs[0]
+                                            self.source, self.origin).outputs[0]
                 local.dtype, local.shape, local.const = tensor.dtype, tuple(tensor.shape), tensor
         self._local[id(value)] = (value, local)  # the value is kept alive so its id is not reused
         return local

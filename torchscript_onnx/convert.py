@@ -20,7 +20,7 @@ from . import dtypes, jit_walk
 from .capture import Captured
 from .context import GraphContext
 from .errors import ConversionIssue, OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
-from .ir import Graph, Value
+from .ir import Graph, Origin, Value
 from .mutation import LIST_MUTATORS, mutated_input, mutated_outside, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
@@ -231,7 +231,7 @@ class Converter:
             name = names[first + i] if first + i < len(names) else f"{base}_{suffix}"
             shape = None if shape is None else tuple(shape)
             parts.append(self.graph.add_input(name, part_dtype, _name_dims(shape, axes.get(name), name)))
-        self.ctx.scope, self.ctx.source = "", ""
+        self.ctx.scope, self.ctx.source, self.ctx.origin = "", "", None
         return quantized.graph_input(self.ctx, *parts, _QUANTIZED_VALUES[dtype])
 
     def add_param(self, name: str, tensor: torch.Tensor) -> Value:
@@ -257,12 +257,12 @@ class Converter:
     def inline_block(self, ctx: GraphContext, block) -> list[Value]:
         """Convert a block's nodes into ``ctx``'s own graph (the taken branch of a constant If)."""
         outer, self.ctx = self.ctx, ctx
-        saved = (ctx.original_node, ctx.scope, ctx.source)
+        saved = (ctx.original_node, ctx.scope, ctx.source, ctx.origin)
         try:
             self.convert_block(block)
         finally:
             self.ctx = outer
-            ctx.original_node, ctx.scope, ctx.source = saved
+            ctx.original_node, ctx.scope, ctx.source, ctx.origin = saved
         return [self.env[v.unique()] for v in block.outputs()]
 
     def convert_subgraph(self, ctx: GraphContext, block, inputs: list[Value], mutated=(),
@@ -391,8 +391,11 @@ class Converter:
         if fn in self._plumbing and ctx.parent is None and self._convert_plumbing(node, fn, inputs):
             return
         ctx.original_node = node
-        ctx.scope = scope_path(node.scopeName()) or self.captured.scopes.get(node, "")
-        ctx.source = source_of(node)
+        scope_name, source_range = node.scopeName(), node.sourceRange()
+        ctx.scope = scope_path(scope_name) or self.captured.scopes.get(node, "")
+        ctx.source = _source_from_range(source_range)
+        # one Origin per JIT node, shared by the ONNX nodes its conversion emits (their metadata_props)
+        ctx.origin = Origin(kind, scope_name, ctx.scope, source_range)
         if any(v.sequence for v in inputs):  # a list of runtime length: its ONNX sequence conversion
             sequence_fn = self.lookup("sequence::" + kind.partition("::")[2], ctx.opset)
             if sequence_fn is not None:
@@ -554,7 +557,7 @@ class Converter:
         seen: set[int] = set()
         hints: list[str] = []
         for value, debug_name in flat:
-            ctx.scope, ctx.source = "", ""
+            ctx.scope, ctx.source, ctx.origin = "", "", None
             value = ctx.materialize(value)
             hint = debug_name
             if value.producer is None or id(value) in seen or value.producer.op_type == "Constant":
@@ -596,7 +599,7 @@ class Converter:
         and its zero point (of the values' type)."""
         from symbolic.opset9 import quantized  # noqa: PLC0415 - the symbolics import this package
 
-        self.ctx.scope, self.ctx.source = "", ""
+        self.ctx.scope, self.ctx.source, self.ctx.origin = "", "", None
         values, scale, zero_point = quantized.graph_output(self.ctx, self.ctx.materialize(value))
         return [(values, debug_name), (scale, ""), (zero_point, "")]
 
@@ -749,7 +752,7 @@ def _empty_optional(ctx: GraphContext) -> Value:
 def _identity(ctx: GraphContext, graph: Graph, value: Value) -> Value:
     """An Identity node that stays: ``ctx.op`` would fold the Identity of a constant or weight away,
     leaving a block or graph output that no node of its own graph produces."""
-    node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source)
+    node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source, ctx.origin)
     node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
     return node.outputs[0]
 

@@ -89,10 +89,34 @@ class GraphInput(Value):
     _is_graph_input = True
 
 
-class Node:
-    __slots__ = ("op_type", "domain", "inputs", "outputs", "attrs", "name", "scope", "source")
+class Origin:
+    """Where nodes come from: the TorchScript node they were converted from, as TorchScript
+    recorded it. One object per converted JIT node, shared by every ONNX node its conversion
+    emits; ``provenance.py`` turns it into the nodes' ``metadata_props`` when the model is written.
 
-    def __init__(self, op_type: str, domain: str, inputs, attrs: dict, name: str, scope: str, source: str):
+    ``kind``: the JIT node's kind (``aten::linear``); ``scope_name``: its raw scope name
+    (``__main__.M::/torch.nn.modules.linear.Linear::lin``, traced) or ""; ``scope``: the module path
+    the node names use (``/lin``); ``source_range``: its raw source range text (the tracer's stack,
+    innermost frame first, or a scripted file and line).
+    """
+
+    __slots__ = ("kind", "scope_name", "scope", "source_range")
+
+    def __init__(self, kind: str, scope_name: str, scope: str, source_range: str):
+        self.kind = kind
+        self.scope_name = scope_name
+        self.scope = scope
+        self.source_range = source_range
+
+    def __repr__(self) -> str:
+        return f"Origin({self.kind!r}, {self.scope!r})"
+
+
+class Node:
+    __slots__ = ("op_type", "domain", "inputs", "outputs", "attrs", "name", "scope", "source", "origin")
+
+    def __init__(self, op_type: str, domain: str, inputs, attrs: dict, name: str, scope: str, source: str,
+                 origin: Origin | None = None):
         self.op_type = op_type
         self.domain = domain
         self.inputs: list[Value | None] = list(inputs)
@@ -102,6 +126,7 @@ class Node:
         self.name = name
         self.scope = scope
         self.source = source
+        self.origin = origin
 
     def attr(self, name: str, default=None):
         entry = self.attrs.get(name)
@@ -170,8 +195,9 @@ class Graph:
         return value
 
     def add_node(self, op_type: str, domain: str, inputs: Iterable, attrs: dict, n_outputs: int,
-                 scope: str = "", source: str = "") -> Node:
-        node = Node(op_type, domain, inputs, attrs, self.node_names.fresh(f"{scope}/{op_type}"), scope, source)
+                 scope: str = "", source: str = "", origin: Origin | None = None) -> Node:
+        node = Node(op_type, domain, inputs, attrs, self.node_names.fresh(f"{scope}/{op_type}"), scope, source,
+                    origin)
         for k in range(n_outputs):
             node.outputs.append(Value(self.value_names.fresh(f"{node.name}_output_{k}"), producer=node))
         self.nodes.append(node)

@@ -118,13 +118,15 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
 tensor_bytes = _tensor_bytes  # public: the optimizer compares tensors by these bytes
 
 
-def _attribute(name: str, kind: str, value) -> onnx.AttributeProto:
+def _attribute(name: str, kind: str, value, value_info: bool = False, metadata=None) -> onnx.AttributeProto:
     if kind == "t":
         return helper.make_attribute(name, tensor_proto(value))
     if kind == "ts":
         return helper.make_attribute(name, [tensor_proto(v) for v in value])
     if kind == "g":
-        return helper.make_attribute(name, graph_proto(value, name=name) if isinstance(value, Graph) else value)
+        if not isinstance(value, Graph):
+            return helper.make_attribute(name, value)
+        return helper.make_attribute(name, graph_proto(value, name=name, value_info=value_info, metadata=metadata))
     if kind == "s":
         return helper.make_attribute(name, value.encode() if isinstance(value, str) else value)
     if kind == "tp":  # a tensor type, held as (torch dtype, shape) so that it stays hashable
@@ -137,9 +139,18 @@ def _attribute(name: str, kind: str, value) -> onnx.AttributeProto:
     return helper.make_attribute(name, value, attr_type=attr_type)
 
 
-def graph_proto(graph: Graph, name: str = "main_graph", keep_initializers_as_inputs: bool = False) -> onnx.GraphProto:
-    """The graph without its initializers (``write_model`` streams those)."""
-    proto = onnx.GraphProto(name=name)
+def graph_proto(graph: Graph, name: str = "main_graph", keep_initializers_as_inputs: bool = False,
+                value_info: bool = False, metadata=None, into: onnx.GraphProto | None = None) -> onnx.GraphProto:
+    """The graph without its initializers (``write_model`` streams those).
+
+    ``value_info``: a ``value_info`` entry for every node output that is not a graph output and
+    whose dtype is known (its shape as far as known: dim names, numbers, unknown dims), so that
+    viewers show intermediate shapes. ``metadata`` (a ``provenance.NodeMetadata``): each node's
+    provenance as its ``metadata_props``. Both apply to If/Loop bodies too. ``into``: an empty
+    GraphProto to fill (a model's graph, which then needs no copy).
+    """
+    proto = onnx.GraphProto(name=name) if into is None else into
+    proto.name = name
     for node in graph.nodes:
         proto.node.append(onnx.NodeProto(
             op_type=node.op_type,
@@ -147,30 +158,40 @@ def graph_proto(graph: Graph, name: str = "main_graph", keep_initializers_as_inp
             name=node.name,
             input=["" if v is None else v.name for v in node.inputs],
             output=[v.name for v in node.outputs],
-            attribute=[_attribute(k, kind, v) for k, (kind, v) in node.attrs.items()],
+            attribute=[_attribute(k, kind, v, value_info, metadata) for k, (kind, v) in node.attrs.items()],
+            metadata_props=metadata.entries(node) if metadata is not None else None,
         ))
     proto.input.extend(_value_info(v) for v in graph.inputs)
     if keep_initializers_as_inputs:
         for name, tensor in graph.initializers.items():
             proto.input.append(_value_info(Value(name, tensor.dtype, tuple(tensor.shape))))
     proto.output.extend(_value_info(v) for v in graph.outputs)
+    if value_info:
+        outputs = {v.name for v in graph.outputs}
+        proto.value_info.extend(_value_info(v) for node in graph.nodes for v in node.outputs
+                                if v.dtype is not None and v.name and v.name not in outputs)
     return proto
 
 
 def model_proto_without_weights(graph: Graph, opset: int, custom_domains: dict[str, int],
                                 keep_initializers_as_inputs: bool, producer_version: str,
-                                metadata: dict[str, str] | None = None) -> onnx.ModelProto:
+                                metadata: dict[str, str] | None = None, value_info: bool = False,
+                                node_metadata=None, doc_string: str = "") -> onnx.ModelProto:
+    """The model without its weights. ``metadata``: the model's ``metadata_props``;
+    ``value_info`` and ``node_metadata``: see ``graph_proto``."""
     model = onnx.ModelProto(
         ir_version=IR_VERSION_FOR_OPSET[opset],
         producer_name=PRODUCER_NAME,
         producer_version=producer_version,
+        doc_string=doc_string,
     )
     model.opset_import.append(helper.make_opsetid("", opset))
     for domain, version in sorted(custom_domains.items()):
         model.opset_import.append(helper.make_opsetid(domain, version))
     for key, value in sorted((metadata or {}).items()):
         model.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
-    model.graph.CopyFrom(graph_proto(graph, keep_initializers_as_inputs=keep_initializers_as_inputs))
+    graph_proto(graph, keep_initializers_as_inputs=keep_initializers_as_inputs, value_info=value_info,
+                metadata=node_metadata, into=model.graph)
     return model
 
 
