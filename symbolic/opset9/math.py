@@ -268,8 +268,11 @@ def div(g, self, other, rounding_mode=None):
     mode = sh.const(rounding_mode, None) if rounding_mode is not None else None
     dtype = result_dtype(g, self, other)
     if mode is None:
-        # true division: integer inputs divide as floats
-        return binary(g, "Div", self, other, dtype if dtypes.is_floating(dtype) else torch.float32)
+        # true division: integer inputs divide in torch's default dtype (the trace's, else the one set now)
+        if not dtypes.is_floating(dtype):
+            traced = g.output_dtype()
+            dtype = traced if traced is not None and dtypes.is_floating(traced) else torch.get_default_dtype()
+        return binary(g, "Div", self, other, dtype)
     if dtypes.is_floating(dtype):
         quotient = binary(g, "Div", self, other, dtype)
         return unary(g, "Floor", quotient, dtype) if mode == "floor" else trunc_float(g, quotient)
@@ -469,7 +472,7 @@ def pow(g, self, exponent):  # noqa: A001 - named after the aten op
     # Pow before opset 12 takes one float type for base and exponent; later ones take int bases
     native = native_dtype(g, "Pow", dtype)
     out = g.op("Pow", as_operand(g, self, native), as_operand(g, exponent, native))
-    if native != dtype and not dtypes.is_floating(dtype):
+    if dtypes.is_floating(native) and not dtypes.is_floating(dtype):
         out = _round_half_even(g, out)  # a float power of integers may land just below the integer
     return onnx_ops.cast(g, out, dtype)
 

@@ -135,6 +135,21 @@ def pad_reflect(x):
     return F.pad(x, (1, 2), mode="reflect")
 
 
+# -- arithmetic on small integers -------------------------------------------------------------
+
+def power(x, y):
+    return x.pow(y)
+
+
+def true_divide_transposed(x, y):
+    x, y = x.transpose(1, 2), y.transpose(1, 2)
+    return x / y, torch.true_divide(x, y)
+
+
+def _small_ints(dtype, exponent_dtype=None):
+    return lambda: (torch.tensor([2, 3, 5], dtype=dtype), torch.tensor([3], dtype=exponent_dtype or dtype))
+
+
 def _ints(*values):
     return torch.tensor(values)
 
@@ -207,6 +222,11 @@ CASES = [
           opsets=(9, 11)),
     _case("pad_int32_reflect", pad_reflect, lambda: (torch.randint(-100, 100, (1, 2, 5), dtype=torch.int32),),
           opsets=(9, 11)),
+    # Pow on 8/16/32-bit integers runs in a type onnxruntime's Pow takes, then casts back
+    *[_case(f"pow_{str(dtype)[6:]}", power, _small_ints(dtype), opsets=(9, 12, 13))
+      for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32)],
+    _case("pow_uint8_by_double", power, _small_ints(torch.uint8, torch.float64), opsets=(9, 13)),
+    _case("pow_uint8_by_int32", power, _small_ints(torch.uint8, torch.int32), opsets=(9, 13)),
     _case("repeat_interleave_const_count_dynamic_dim", lambda x: torch.repeat_interleave(x, torch.tensor(3), dim=-1),
           lambda: (torch.randn(2, 3),), [lambda: (torch.randn(2, 5),)], axes=[[1]]),
 ]
@@ -239,3 +259,19 @@ def test_runtime_pads_before_11_say_what_legacy_says():
     with pytest.raises(Exception, match=r"Unsupported: ONNX export of Pad.*The sizes of the padding must be constant"
                                         r".*opset_version=11"):
         export(Case("m", pad_by, None).module(), (torch.randn(2, 2, 4, 4), [2, 4]), io.BytesIO(), opset_version=9)
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["trace", "script"])
+@pytest.mark.parametrize("default", [torch.float32, torch.float64])
+def test_integer_true_division_follows_default_dtype(default, script):
+    """int / int is torch's default dtype, also where a scripted graph has no traced dtypes."""
+    case = Case("div", true_divide_transposed,
+                lambda: (torch.randint(-5, 5, (2, 3, 4), dtype=torch.int32),
+                         torch.arange(1, 25, dtype=torch.int32).reshape(2, 3, 4)))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(default)
+    try:
+        for opset in (9, MAX_OPSET):
+            run_case(case, opset, script=script)
+    finally:
+        torch.set_default_dtype(previous)
