@@ -167,3 +167,17 @@ def test_none_for_an_optional_argument_binds_it_to_none(args, names):
     positional = args[:-1] if keywords else args
     (got,) = _run(ours, feeds)
     np.testing.assert_allclose(got, model(*positional, **keywords).numpy(), rtol=1e-6)
+
+
+class ScatterIntoEmpty(torch.nn.Module):
+    def forward(self, src, index, into):
+        return into.scatter_reduce(0, index, src, reduce="sum") * 2
+
+
+def test_empty_inputs_stay_declared():
+    """What is computed from empty tensors is empty and known at export time, so our graph may
+    not read them; legacy computes it at runtime, so callers feed them: they stay declared."""
+    args = (torch.tensor([]), torch.tensor([], dtype=torch.int64), torch.tensor([]))
+    ours = export(ScatterIntoEmpty(), args, None, opset_version=17)
+    assert len(ours.graph.input) == len(_legacy(ScatterIntoEmpty(), args, 17).graph.input) == 3
+    _check_fed_by_position(ours, ScatterIntoEmpty(), args)

@@ -103,7 +103,17 @@ def _read_by_legacy(value: torch._C.Value, opset: int) -> LegacyRead | None:
         reader = _use_read_by_legacy(use, opset)
         if reader is not None:
             return LegacyRead(reader)
+    if _is_empty(value) and any(use.user.kind() not in METADATA_ONLY for use in value.uses()):
+        # what is computed from an empty tensor is empty, known at export time: we fold it, legacy
+        # computes it at runtime from the input
+        return LegacyRead("Shape")
     return LegacyRead("If") if _guards_a_raise(value) else None
+
+
+def _is_empty(value: torch._C.Value) -> bool:
+    jit_type = value.type()
+    sizes = jit_type.sizes() if isinstance(jit_type, torch._C.TensorType) and jit_type.dim() is not None else None
+    return bool(sizes) and 0 in sizes
 
 
 def _use_read_by_legacy(use, opset: int) -> str | None:
