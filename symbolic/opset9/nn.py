@@ -44,11 +44,39 @@ def convolution(g, input, weight, bias, stride, padding, dilation, transposed, o
     attrs["pads_i"] = pads + pads
     inputs = [input, weight] + ([] if sh.is_none(bias) else [bias])
     if transposed:
-        extra = _expand_list(output_padding, spatial)
-        if any(extra):
-            attrs["output_padding_i"] = extra
-        return g.op("ConvTranspose", *inputs, **attrs)
+        return conv_transpose(g, input, weight, None if sh.is_none(bias) else bias, attrs,
+                              _expand_list(output_padding, spatial))
     return g.op("Conv", *inputs, **attrs)
+
+
+def conv_transpose(g, input, weight, bias, attrs: dict, output_padding: list[int]) -> Value:
+    """ConvTranspose with torch's output_padding. ONNX pads crop the full output; output_padding
+    lengthens it at the end. Where the end pad is at least the extra length, the extra outputs are
+    values the pad would crop: a smaller end pad keeps them, exactly. Past the full output torch's
+    extra outputs see no input (the bias only): output_padding there, or where onnxruntime refuses
+    it (not below max(stride, dilation), as quantized torch allows), zeros padded on before the bias."""
+    n = len(output_padding)
+    begin, end = list(attrs["pads_i"][:n]), list(attrs["pads_i"][n:])
+    native, after = [0] * n, [0] * n
+    for i, extra in enumerate(output_padding):
+        if extra <= end[i]:
+            end[i] -= extra
+            continue
+        rest, end[i] = extra - end[i], 0
+        if rest < max(attrs["strides_i"][i], attrs["dilations_i"][i]):
+            native[i] = rest
+        else:
+            after[i] = rest
+    attrs = dict(attrs, pads_i=begin + end)
+    if any(native):
+        attrs["output_padding_i"] = native
+    if not any(after):
+        return g.op("ConvTranspose", input, weight, *([bias] if bias is not None else []), **attrs)
+    out = g.op("ConvTranspose", input, weight, **attrs)
+    out = onnx_ops.pad(g, out, [0] * (n + 4) + after, "constant", 0.0)
+    if bias is None:
+        return out
+    return g.op("Add", out, g.op("Reshape", bias, g.constant([-1] + [1] * n, torch.int64)))
 
 
 def _conv_same(g, input, weight, bias, attrs, spatial):

@@ -24,6 +24,7 @@ from .. import onnx_ops
 from .. import registry
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
+from .nn import conv_transpose
 
 _onnx_symbolic = onnx_symbolic(9)
 
@@ -253,10 +254,13 @@ def _conv(g, qx, packed, output_scale, output_zero_point, op: str, relu: bool = 
     w = weight(g, qweight, op, rank=spatial + 2)
     kernel = list(qweight.shape[-spatial:])
     stride, padding, dilation = (list(f())[-spatial:] for f in (params.stride, params.padding, params.dilation))
-    inputs = [qx, w] + ([bias(g, qx, qweight, b)] if b is not None else [])
-    extra = {"output_padding_i": list(params.output_padding())[-spatial:]} if params.transpose() else {}
-    out = g.op("ConvTranspose" if params.transpose() else "Conv", *inputs, kernel_shape_i=kernel,
-               strides_i=stride, pads_i=padding + padding, dilations_i=dilation, group_i=params.groups(), **extra)
+    qbias = bias(g, qx, qweight, b) if b is not None else None
+    attrs = dict(kernel_shape_i=kernel, strides_i=stride, pads_i=padding + padding, dilations_i=dilation,
+                 group_i=params.groups())
+    if params.transpose():
+        out = conv_transpose(g, qx, w, qbias, attrs, list(params.output_padding())[-spatial:])
+    else:
+        out = g.op("Conv", qx, w, *([qbias] if qbias is not None else []), **attrs)
     if relu:
         out = g.op("Relu", out)
     return qdq(g, out, output_scale, output_zero_point, _out_dtype(g), op=op)

@@ -9,6 +9,7 @@ import torch
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
+from .nn import conv_transpose
 
 _onnx_symbolic = onnx_symbolic(9)
 
@@ -89,9 +90,9 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
              for size, n, k, d, p, s in zip(output_size, grid, kernel_size, dilation, padding, stride)]
     columns = g.op("Reshape", x, g.constant([0, channels * blocks] + grid, torch.int64))
     weight = g.constant(_one_hot_kernels(channels, kernel_size, x.dtype or torch.float32))
-    out = g.op("ConvTranspose", columns, weight, kernel_shape_i=kernel_size, dilations_i=dilation,
-               strides_i=stride, pads_i=padding + padding, group_i=channels,
-               output_padding_i=extra if any(extra) else None)
+    out = conv_transpose(g, columns, weight, None, dict(kernel_shape_i=kernel_size, dilations_i=dilation,
+                                                        strides_i=stride, pads_i=padding + padding, group_i=channels),
+                         extra)
     return onnx_ops.squeeze(g, out, [0]) if unbatched else out
 
 
