@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import onnx
@@ -65,6 +65,27 @@ class FirstGiven(torch.nn.Module):
         return torch.tensor(-1.0)
 
 
+@torch.jit.script
+def _first_filled(pieces: List[Tensor]) -> Tensor:
+    filled = []
+    for k, piece in enumerate(pieces):
+        filled.append(torch.full_like(piece[:, 0], k))
+    return filled[0]
+
+
+class CallsAScriptedLoop(torch.nn.Module):
+    def forward(self, x):
+        return _first_filled([x, x]) + 1  # the loop reads x's rows only for their shape
+
+
+class CountsRows(torch.nn.Module):
+    def forward(self, x):
+        total = torch.zeros(2)
+        for _ in range(x.size(0)):  # x's size alone: legacy folds it too
+            total = total + 1
+        return total
+
+
 def scripted(module):
     return lambda: torch.jit.script(module)
 
@@ -81,6 +102,8 @@ CASES = [
     ("unbind-list-scripted", scripted(ListLength()), (torch.randn(5, 2),), 13),
     ("raise-guard-scripted", scripted(RaisesOnNegative()), (torch.ones(1),), 13),
     ("raise-then-return-scripted", scripted(RaisesOnNegativeThenReturns()), (torch.ones(1),), 13),
+    ("scripted-loop-in-a-trace", traced(CallsAScriptedLoop()), (torch.rand(4, 3),), 13),
+    ("loop-over-a-size", scripted(CountsRows()), (torch.rand(4, 3),), 13),
     ("optional-both-given", scripted(FirstGiven()), (torch.randn(2, 3), torch.randn(2, 3)), 17),
     ("optional-both-given-opset13", scripted(FirstGiven()), (torch.randn(2, 3), torch.randn(2, 3)), 13),
 ]

@@ -197,7 +197,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     captured = capture_mod.capture(model, args, options.training, inlining)
     artifacts.step("capture (TorchScript graph)")
     clock.lap("capture", **progress.jit_counts(captured))
-    kept_for_legacy = legacy_reads(captured.user_inputs, options.opset_version)
+    kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)
     prepare(captured.graph)
     clock.lap("prepare", nodes=progress.jit_counts(captured)["nodes"])
     artifacts.dump(captured.graph)

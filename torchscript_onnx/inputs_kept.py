@@ -58,8 +58,15 @@ class LegacyRead:
     optional: bool = False
 
 
-def legacy_reads(user_inputs: list[torch._C.Value], opset: int) -> dict[int, LegacyRead]:
-    """The user inputs that legacy's graph reads at runtime whatever we fold, by position."""
+def legacy_reads(graph: torch._C.Graph, user_inputs: list[torch._C.Value], opset: int) -> dict[int, LegacyRead]:
+    """The user inputs of the captured ``graph`` that legacy's graph reads at runtime whatever we
+    fold, by position. Calls of scripted functions are looked into (on an inlined copy)."""
+    if any(node.kind() == "prim::CallFunction" for node in graph.nodes()):
+        position = {value.unique(): k for k, value in enumerate(graph.inputs())}
+        graph = graph.copy()
+        torch._C._jit_pass_inline(graph)
+        inputs = list(graph.inputs())
+        user_inputs = [inputs[position[value.unique()]] for value in user_inputs]
     reads = {}
     for k, value in enumerate(user_inputs):
         read = _read_by_legacy(value, opset)
@@ -107,7 +114,10 @@ def _read_by_legacy(value: torch._C.Value, opset: int) -> LegacyRead | None:
         # what is computed from an empty tensor is empty, known at export time: we fold it, legacy
         # computes it at runtime from the input
         return LegacyRead("Shape")
-    return LegacyRead("If") if _guards_a_raise(value) else None
+    if not _reaches_runtime_control_flow(value):
+        return None
+    first_reader = value.uses()[0].user.kind()
+    return LegacyRead("SequenceConstruct" if first_reader == "prim::ListConstruct" else "If")
 
 
 def _is_empty(value: torch._C.Value) -> bool:
@@ -139,10 +149,11 @@ def _use_read_by_legacy(use, opset: int) -> str | None:
     return "Shape" if fill is not None and fill.node().kind() != "prim::Constant" else None
 
 
-def _guards_a_raise(value: torch._C.Value) -> bool:
-    """Whether the value's data decides a scripted check that raises and has results (``if
-    float(t) < 0: raise ... else: return y``): we drop the raising branch, legacy keeps such an If
-    (one without results it drops) and so reads the value."""
+def _reaches_runtime_control_flow(value: torch._C.Value) -> bool:
+    """Whether the value's data is read inside a loop body or decides a scripted check that raises
+    and has results (``if float(t) < 0: raise ... else: return y``). We may unroll such a loop or
+    drop the raising branch and fold what is left; legacy keeps every Loop and such an If (one
+    without results it drops), and so reads the value at runtime."""
     seen, stack = set(), [value]
     while stack:
         current = stack.pop()
@@ -152,10 +163,21 @@ def _guards_a_raise(value: torch._C.Value) -> bool:
                 continue
             if node.kind() == "prim::If" and use.offset == 0 and node.outputsSize() and _raises(node):
                 return True
+            if _in_loop_body(node):
+                return True
             for output in node.outputs():
                 if output.unique() not in seen:
                     seen.add(output.unique())
                     stack.append(output)
+    return False
+
+
+def _in_loop_body(node: torch._C.Node) -> bool:
+    owner = node.owningBlock().owningNode()
+    while owner is not None:
+        if owner.kind() == "prim::Loop":
+            return True
+        owner = owner.owningBlock().owningNode()
     return False
 
 
