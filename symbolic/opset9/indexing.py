@@ -135,9 +135,9 @@ def _slice_list_at_runtime(g, items, start, end, step):
     parts = [onnx_ops.unsqueeze(g, onnx_ops.cast(g, g.materialize(e), dtype), [0]) if not e.is_const
              else g.constant([sh.const(e)], dtype) for e in elements]
     stacked = g.op("Concat", *parts, axis_i=0) if parts else g.constant(torch.zeros(0, dtype=dtype))
-    forward = step_value > 0
+    last = onnx_ops.INT64_MAX if step_value > 0 else -onnx_ops.INT64_MAX
     bounds = []
-    for bound, default in ((start, 0 if forward else -1), (end, onnx_ops.INT64_MAX if forward else -onnx_ops.INT64_MAX)):
+    for bound, default in ((start, 0 if step_value > 0 else -1), (end, last)):
         raw = _int_const(bound, None) if bound is not None else None
         if raw is None:
             bounds.append(default)
@@ -379,9 +379,10 @@ def _scatter_add(g, self, dim: int, positions: Value, updates: Value, covers: bo
     need_opset_9(g, "scatter_add")
     if self.dtype == torch.bool:
         sh.value_error("adding into a boolean tensor needs ScatterElements reduction (opset 16)", self)
-    # hot[..., j, ...] (j at dim + 1) = positions == j; sum the updates over the position axis
-    hot = g.op("OneHot", positions, _depth(g, self, dim), g.constant([0, 1], self.dtype), axis_i=dim + 1)
-    added = onnx_ops.reduce(g, "ReduceSum", g.op("Mul", hot, onnx_ops.unsqueeze(g, updates, [dim + 1])), [dim], False)
+    # the updates aimed at each slot, summed over the position axis
+    hits = g.op("Where", _hits(g, self, dim, positions), onnx_ops.unsqueeze(g, updates, [dim + 1]),
+                g.constant(0, self.dtype))
+    added = onnx_ops.reduce(g, "ReduceSum", hits, [dim], False)
     return g.op("Add", self, _pad_corner(g, self, dim, added, positions, 0, covers))
 
 
@@ -414,6 +415,23 @@ _ONE_HOT_REDUCE = {"sum": ("ReduceSum", 0), "prod": ("ReduceProd", 1), "amax": (
                    "amin": ("ReduceMin", float("inf"))}
 
 
+def _hits(g, self: Value, dim: int, positions: Value) -> Value:
+    """hits[..., j, ...] (j at dim + 1) = positions == j, for every slot j of self at ``dim``
+    (Equal against the slot numbers: onnxruntime's OneHot refuses a depth of 0)."""
+    rank = self.rank
+    layout = [1] * (dim + 1) + [-1] + [1] * (rank - dim - 1)
+    if sh.is_static(self, dim):
+        slots = g.constant(torch.arange(sh.sizes(self)[dim]).reshape(layout))
+    elif g.opset >= 11:
+        count = onnx_ops.size(g, self, dim)
+        slots = g.op("Reshape", g.op("Range", g.constant(0, torch.int64), count, g.constant(1, torch.int64)),
+                     g.constant(layout, torch.int64))
+    else:
+        hot = g.op("OneHot", positions, _depth(g, self, dim), g.constant([0, 1], torch.int64), axis_i=dim + 1)
+        return onnx_ops.cast(g, hot, torch.bool)
+    return g.op("Equal", onnx_ops.unsqueeze(g, positions, [dim + 1]), slots)
+
+
 def _scatter_one_hot(g, base: Value, dim: int, positions: Value, updates: Value, mode: str) -> Value:
     """scatter_reduce below ScatterElements' reduction (16; max/min 18): every slot reduces the
     updates aimed at it (a one-hot mask over the slots, the others set to the reduction's
@@ -423,8 +441,7 @@ def _scatter_one_hot(g, base: Value, dim: int, positions: Value, updates: Value,
     if not base.dtype.is_floating_point and identity in (float("inf"), float("-inf")):
         info = torch.iinfo(base.dtype)
         identity = info.max if identity > 0 else info.min
-    hot = g.op("OneHot", positions, _depth(g, base, dim), g.constant([0, 1], torch.int64), axis_i=dim + 1)
-    hits = g.op("Where", onnx_ops.cast(g, hot, torch.bool), onnx_ops.unsqueeze(g, updates, [dim + 1]),
+    hits = g.op("Where", _hits(g, base, dim, positions), onnx_ops.unsqueeze(g, updates, [dim + 1]),
                 g.constant(identity, base.dtype))
     reduced = _pad_corner(g, base, dim, onnx_ops.reduce(g, op_type, hits, [dim], False), positions, identity, False)
     if mode == "sum":
@@ -597,8 +614,6 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
     if g.opset < since and mode == "mean":
         sh.value_error(f"scatter_reduce with reduce={mode!r} needs ScatterElements reduction (opset {since}; "
                        f"pass opset_version={since})")
-    if sh.static_sizes(self) is not None and 0 in sh.static_sizes(self):
-        return self  # nothing to scatter into (the index is empty too)
     base = self
     if not keep:
         identity = _REDUCE_IDENTITY[mode]
