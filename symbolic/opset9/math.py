@@ -71,7 +71,7 @@ _NO_DOUBLE = ((7, 99, frozenset({torch.float64})),)
 RUNTIME_GAPS = {
     **{op: _NO_DOUBLE for op in ("LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign",
                                  "PRelu", "Mish", "Gelu", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-                                 "Asinh", "Acosh", "Atanh", "Erf")},
+                                 "Asinh", "Acosh", "Atanh", "Erf", "InstanceNormalization")},
     "Clip": ((7, 11, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
     "Max": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
     "Min": ((7, 7, frozenset({torch.float64})), (12, 99, frozenset({torch.int16, torch.uint16}))),
@@ -499,7 +499,9 @@ def sqrt(g, self):
 def rsqrt(g, self):
     """rsqrt(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    return unary(g, "Reciprocal", unary(g, "Sqrt", self, dtype), dtype)
+    # 1 / sqrt(x) as Div, not Reciprocal: onnxruntime fuses RMS norms (x * rsqrt(mean(x^2) + eps)) into
+    # SimplifiedLayerNormalization only in that form
+    return binary(g, "Div", 1.0, unary(g, "Sqrt", self, dtype), dtype)
 
 
 @_onnx_symbolic("aten::exp")

@@ -11,6 +11,7 @@ import torch
 from .. import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import onnx_symbolic
+from .math import runtime_supports
 
 _onnx_symbolic = onnx_symbolic(9)
 
@@ -61,12 +62,19 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled):
     if rank is None:
         sh.value_error("group_norm: the input rank must be known", input)
     # mean and biased variance over each (sample, group); ONNX GroupNormalization-18 scales per
-    # group, not per channel, so it is not used
+    # group, not per channel, so it is not used. Each group of an (N, G, -1) view is one instance:
+    # InstanceNormalization normalises it in one kernel (several times faster in onnxruntime than
+    # the reductions), then the per-channel affine map follows.
     grouped = g.op("Reshape", input, g.constant([0, num_groups, -1], torch.int64))
-    mean = onnx_ops.reduce(g, "ReduceMean", grouped, [2], True)
-    centered = g.op("Sub", grouped, mean)
-    variance = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", centered, centered), [2], True)
-    normed = g.op("Div", centered, g.op("Sqrt", g.op("Add", variance, g.constant(eps, input.dtype))))
+    if runtime_supports(g, "InstanceNormalization", input.dtype):
+        ones = g.constant(torch.ones(num_groups, dtype=input.dtype), input.dtype)
+        zeros = g.constant(torch.zeros(num_groups, dtype=input.dtype), input.dtype)
+        normed = g.op("InstanceNormalization", grouped, ones, zeros, epsilon_f=eps)
+    else:
+        mean = onnx_ops.reduce(g, "ReduceMean", grouped, [2], True)
+        centered = g.op("Sub", grouped, mean)
+        variance = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", centered, centered), [2], True)
+        normed = g.op("Div", centered, g.op("Sqrt", g.op("Add", variance, g.constant(eps, input.dtype))))
     out = g.op("Reshape", normed, onnx_ops.shape_of(g, input))
     if not sh.is_none(weight):
         out = g.op("Mul", out, per_channel(g, weight, rank))

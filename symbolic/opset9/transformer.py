@@ -37,7 +37,8 @@ def layer_norm_decomposed(g, x: Value, axes: list[int], weight, bias, eps: float
     x = onnx_ops.cast(g, x, _compute_dtype(x.dtype))
     mean = onnx_ops.reduce(g, "ReduceMean", x, axes, True)
     centered = g.op("Sub", x, mean)
-    var = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
+    # Pow(., 2), Sqrt and Div: the form onnxruntime fuses back into one LayerNormalization
+    var = onnx_ops.reduce(g, "ReduceMean", g.op("Pow", centered, g.constant(2.0, x.dtype)), axes, True)
     std = g.op("Sqrt", g.op("Add", var, g.constant(eps, x.dtype)))
     y = g.op("Div", centered, std)
     if (w := _weight(g, weight, x.dtype)) is not None:
@@ -87,7 +88,8 @@ def rms_norm(g, input, normalized_shape, weight=None, eps=None):
     axes = _norm_axes(input, normalized_shape)
     eps = rms_eps(eps, input.dtype)
     x = onnx_ops.cast(g, input, _compute_dtype(input.dtype))
-    mean_square = onnx_ops.reduce(g, "ReduceMean", g.op("Mul", x, x), axes, True)
+    # Pow(., 2) ... Div: the form onnxruntime fuses into SimplifiedLayerNormalization
+    mean_square = onnx_ops.reduce(g, "ReduceMean", g.op("Pow", x, g.constant(2.0, x.dtype)), axes, True)
     y = g.op("Div", x, g.op("Sqrt", g.op("Add", mean_square, g.constant(eps, x.dtype))))
     if (w := _weight(g, weight, x.dtype)) is not None:
         y = g.op("Mul", y, w)
