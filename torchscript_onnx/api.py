@@ -328,13 +328,16 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
             bools, and tuples/lists/dicts of them, flattened depth first into graph inputs). A
             trailing dict in the tuple holds keyword arguments; any other non-tuple (a list too)
             is one positional argument. Python numbers used by the model become graph inputs.
-        f: a ``str``/``os.PathLike`` path, written atomically (a temporary file in the same
-            folder renamed over the target only when complete: a failed export leaves no file
-            and never overwrites an existing one), or a binary file-like object (``io.BytesIO``).
-            With ``f=None`` nothing is written and the ``onnx.ModelProto`` is returned.
+        f: a ``str``/``os.PathLike`` path, written atomically (a temporary file beside the
+            target renamed over it only when complete: a failed or interrupted export leaves no
+            file and never overwrites an existing one; a symlink's target is replaced and the
+            link kept, an existing file keeps its mode, a device or FIFO is written in place),
+            or a binary file-like object (``io.BytesIO``). With ``f=None`` nothing is written
+            and the ``onnx.ModelProto`` is returned.
         kwargs: keyword arguments of the model, appended to ``args`` as the trailing dict.
         export_params: store the weights as initializers; with False they become graph inputs.
-        verbose: print the exported graph as readable text with module scopes.
+        verbose: print the exported graph as readable text with module scopes. (Stage
+            times go to the ``torchscript_onnx`` logger: DEBUG, INFO for exports over 2 s.)
         training: ``TrainingMode.EVAL`` (default), ``TRAINING`` or ``PRESERVE`` (also
             PyTorch's own enum members). The model's training flags are restored afterwards.
         input_names, output_names: names of the flattened graph inputs/outputs, in order; a
