@@ -3,7 +3,8 @@ node ``metadata_props`` (``export(..., value_info=..., provenance=...)``).
 
 For each model, every setting exports ``--repeat`` times to a file (the settings interleaved,
 so they share the machine's noise); the table gives the median export time with both on (the
-default) and both off, their ratio, and the file size each adds. Zoo models by name, and the tiny
+default) and both off, their ratio, and the file size each adds. Time is the process's CPU time
+(``--clock cpu``, the default: steady on a shared, loaded machine) or wall time (``--clock wall``). Zoo models by name, and the tiny
 transformers of ``tests/models/transformers_zoo.py`` as ``hf:<name>`` (with their dynamic axes).
 
     python -m bench.provenance_cost [--models tiny_mlp,resnet18,hf:bert,hf:gpt2] [--repeat 5] [--opset 17]
@@ -43,7 +44,7 @@ def _load(name: str):
     return model, args, {}
 
 
-def measure(name: str, repeat: int, opset: int | None) -> dict:
+def measure(name: str, repeat: int, opset: int | None, clock=time.process_time) -> dict:
     import torchscript_onnx
 
     model, args, options = _load(name)
@@ -55,12 +56,12 @@ def measure(name: str, repeat: int, opset: int | None) -> dict:
         for round_ in range(repeat + 1):  # round 0 warms up
             for label, value_info, provenance in SETTINGS:
                 path = os.path.join(folder, f"{label}.onnx")
-                start = time.perf_counter()
+                start = clock()
                 with silenced():
                     torchscript_onnx.export(model, args, path, value_info=value_info, provenance=provenance,
                                             **options)
                 if round_:
-                    times[label].append(time.perf_counter() - start)
+                    times[label].append(clock() - start)
                 sizes[label] = os.path.getsize(path)
     median = {label: statistics.median(t) * 1000 for label, t in times.items()}
     return {"model": name, "ms": median, "bytes": sizes}
@@ -88,12 +89,14 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--opset", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     rows = []
     for name in args.models.split(","):
-        rows.append(measure(name, args.repeat, args.opset))
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        rows.append(measure(name, args.repeat, args.opset, clock))
         print(f"{name}: {rows[-1]['ms']['on']:.1f} ms on, {rows[-1]['ms']['off']:.1f} ms off", file=sys.stderr)
     print(table(rows))
 

@@ -124,22 +124,54 @@ class NodeMetadata:
         self._root = model if isinstance(model, torch.nn.Module) else None
         self._by_atom: dict[str, list[str]] | None = None  # scope atom -> qualified names, built on demand
         self._modules: dict[str, torch.nn.Module] = {}
-        self._cache: dict[tuple, list[onnx.StringStringEntryProto]] = {}
         self._root_class = _module_class(self._root) if self._root is not None else None
+        # id(origin) -> entries: the nodes of one conversion share their Origin (alive in the graph
+        # while it is written); equal origins of different JIT nodes share entries by their text
+        self._by_origin: dict[int, list[onnx.StringStringEntryProto]] = {}
+        self._cache: dict[tuple, list[onnx.StringStringEntryProto]] = {}
+        self._scopes: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
 
     def entries(self, node: Node) -> list[onnx.StringStringEntryProto]:
         """The node's metadata_props entries (shared protos: copy them into a NodeProto)."""
         origin: Origin | None = node.origin
+        found = self._by_origin.get(id(origin)) if origin is not None else None
+        if found is not None:
+            return found
         key = (origin.kind, origin.scope_name, origin.scope, origin.source_range) if origin is not None \
             else (None, "", node.scope, node.source)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = self._format(*key)
+        if origin is not None:
+            self._by_origin[id(origin)] = found
         return found
 
     def _format(self, kind: str | None, scope_name: str, scope: str, source: str) -> list:
         if kind is None and not scope and not source:  # exporter plumbing (an output's Identity)
             return []
+        classes, names = self._scope(scope_name, scope)
+        if kind is not None:
+            classes = [*classes, kind]
+            names = [*names, kind.partition("::")[2] or kind]
+        props = {}
+        if names:
+            props[NAMESPACE] = "/".join(f"{name}: {cls}" for name, cls in zip(names, classes))
+            props[CLASS_HIERARCHY] = repr(classes)
+            props[NAME_SCOPES] = repr(names)
+        if kind is not None:
+            trace = stack_trace(source)
+        else:  # a node a conversion built without the converter's origin: its "file.py:42" only
+            path, _, line = source.rpartition(":")
+            trace = f'File "{path}", line {line}' if line.isdigit() else source
+        if trace:
+            props[STACK_TRACE] = trace
+        return [onnx.StringStringEntryProto(key=k, value=v) for k, v in props.items()]
+
+    def _scope(self, scope_name: str, scope: str) -> tuple[list[str], list[str]]:
+        """(module classes, qualified module names) from the root down, for one scope."""
+        found = self._scopes.get((scope_name, scope))
+        if found is not None:
+            return found
         classes, names = [], []
         if self._root is not None or "::" in scope_name:
             root = scope_name.split("/", 1)[0].rpartition("::")[0]
@@ -154,22 +186,8 @@ class NodeMetadata:
                 classes.append(cls)
                 names.append(qualified)
                 parent = qualified
-        if kind is not None:
-            classes.append(kind)
-            names.append(kind.partition("::")[2] or kind)
-        props = {}
-        if names:
-            props[NAMESPACE] = "/".join(f"{name}: {cls}" for name, cls in zip(names, classes))
-            props[CLASS_HIERARCHY] = repr(classes)
-            props[NAME_SCOPES] = repr(names)
-        if kind is not None:
-            trace = stack_trace(source)
-        else:  # a node a conversion built without the converter's origin: its "file.py:42" only
-            path, _, line = source.rpartition(":")
-            trace = f'File "{path}", line {line}' if line.isdigit() else source
-        if trace:
-            props[STACK_TRACE] = trace
-        return [onnx.StringStringEntryProto(key=k, value=v) for k, v in props.items()]
+        self._scopes[(scope_name, scope)] = classes, names
+        return classes, names
 
     def _qualified(self, parent: str, atom: str) -> str:
         """The qualified name (``encoder.layers.0.linear1``) of the submodule whose scope atom
