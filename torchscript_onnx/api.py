@@ -28,8 +28,8 @@ from .optimize import optimize
 from .prepare import prepare
 from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options, warn_or_raise
 from .printer import graph_text
-
 from .provenance import NodeMetadata, _module_class
+
 __version__ = "0.1.0"
 
 
@@ -180,13 +180,13 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
 
     ``option_kwargs`` are ``export``'s options by keyword; those not given take their defaults.
     ``artifacts`` records the steps for ``export(report=True)`` and dumps the captured graph.
-    """
     ``value_info``, ``provenance``, ``metadata_props``: as in ``export``.
+    """
     unknown = sorted(set(option_kwargs) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
-    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
     metadata_props = _check_file_metadata(value_info, provenance, metadata_props)
+    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
     clock = progress.Progress()
     options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
     _check_model(model)
@@ -250,14 +250,13 @@ def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions, value_
         ctx.custom_domains,
         options.keep_initializers_as_inputs or not options.export_params,
         __version__,
-    )
         metadata=metadata_props,
         value_info=value_info,
         node_metadata=node_metadata,
         doc_string=doc_string,
+    )
 
 
-def export(
 def _check_file_metadata(value_info, provenance, metadata_props) -> dict[str, str]:
     """The checks of ``value_info``, ``provenance`` and ``metadata_props``; the metadata as a dict."""
     for flag, name in ((value_info, "value_info"), (provenance, "provenance")):
@@ -283,6 +282,7 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
     return f"{what} ({how}), exported to ONNX opset {opset} by torchscript-onnx {__version__}"
 
 
+def export(
     model,
     args=(),
     f=None,
@@ -313,10 +313,10 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
     artifacts_dir: str | os.PathLike = ".",
     fallback: bool = False,
     strict: bool = False,
-):
     value_info: bool = True,
     provenance: bool = True,
     metadata_props: Mapping[str, str] | None = None,
+):
     """Export ``model`` to ONNX, like the legacy TorchScript exporter (``dynamo=False``).
 
     Takes every argument of ``torch.onnx.export``; each does what its name says.
@@ -382,10 +382,6 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
         fallback: accepted for old callers (torch < 2.11 used it to fall back from dynamo to the
             TorchScript exporter, which this is).
         strict: turn what the legacy exporter only warns about into errors.
-
-    Returns:
-        None, or the ``onnx.ModelProto`` when ``f`` is None.
-
         value_info: write the dtype and shape of every intermediate value whose dtype is known
             (dims by number, by dynamic-axis name, or unknown) as the graph's ``value_info``, so
             viewers such as netron show them. Not a legacy keyword (legacy writes none).
@@ -395,6 +391,10 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
             ``pkg.torch.onnx.stack_trace``). False keeps source paths out of the file.
         metadata_props: ``{str: str}`` written into the model's ``metadata_props`` (author,
             licence, version, ...). Not a legacy keyword.
+
+    Returns:
+        None, or the ``onnx.ModelProto`` when ``f`` is None.
+
     Raises:
         TypeError, ValueError: an argument is invalid (the message names it); raised before any work.
         UnsupportedOperatorError: operators without a conversion at the opset (all of them at once).
@@ -434,12 +434,12 @@ def _doc_string(model, scripted: bool, opset: int) -> str:
         export_modules_as_functions=export_modules_as_functions, autograd_inlining=autograd_inlining,
         verbose=verbose, optimize=optimize, strict=strict,
     )
+    file_metadata = dict(value_info=value_info, provenance=provenance, metadata_props=metadata_props)
+    _check_file_metadata(**file_metadata)
     artifacts.options = {**options, "external_data": external_data, "verify": verify}
     artifacts.start()
     exported = comparisons = None
     try:
-    file_metadata = dict(value_info=value_info, provenance=provenance, metadata_props=metadata_props)
-    _check_file_metadata(**file_metadata)
         exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **file_metadata, **options)
         if verify:
             comparisons = _verify(model, args, kwargs, exported)
