@@ -118,6 +118,27 @@ def is_complex(jit_value: torch._C.Value) -> bool:
     return isinstance(jit_type, torch._C.TensorType) and (jit_type.scalarType() or "").startswith("Complex")
 
 
+# Ops whose result is complex whatever their input (a scripted graph carries no dtype to tell)
+_COMPLEX_RESULTS = frozenset({"aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2", "aten::fft_ifft2", "aten::fft_fftn",
+                              "aten::fft_ifftn", "aten::fft_rfft", "aten::fft_rfft2", "aten::fft_rfftn",
+                              "aten::view_as_complex", "aten::complex", "aten::polar"})
+
+
+_STFT_RETURN_COMPLEX = 7  # aten::stft(self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, ...)
+
+
+def makes_complex(jit_value: torch._C.Value) -> bool:
+    """Whether ``jit_value`` is complex, by its traced type or, untyped (scripted), by the op that
+    makes it: an fft, view_as_complex, or stft with return_complex=True."""
+    if is_complex(jit_value):
+        return True
+    node = jit_value.node()
+    if node.kind() == "aten::stft" and node.inputsSize() > _STFT_RETURN_COMPLEX:
+        flag = node.inputsAt(_STFT_RETURN_COMPLEX)
+        return flag.node().kind() == "prim::Constant" and flag.toIValue() is True
+    return node.kind() in _COMPLEX_RESULTS
+
+
 def has_complex(jit_graph: torch._C.Graph) -> bool:
     """Whether any value of the graph (an input or a node output, nested blocks included) is complex."""
     return any(map(is_complex, jit_graph.inputs())) or any(
@@ -527,7 +548,7 @@ class Converter:
     def add_outputs(self) -> None:
         ctx, graph = self.ctx, self.graph
         for jit_value in self.captured.graph.outputs():
-            if is_complex(jit_value):
+            if makes_complex(jit_value):
                 error = SymbolicValueError(
                     "the model returns a complex tensor, and ONNX has no complex type: return "
                     "torch.view_as_real(x) or x.abs() instead (view_as_real: real and imaginary parts in a last dim of 2)")

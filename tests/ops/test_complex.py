@@ -90,3 +90,20 @@ def test_complex_refused_with_next_step(fn, message):
     report = audit(Fn(fn), (torch.randn(2, 64),), opset_version=17)
     assert [issue.category for issue in report.issues] == ["complex"]
     assert message in report.issues[0].message
+
+
+class ScriptedStft(torch.nn.Module):
+    def forward(self, x):
+        return torch.stft(x, n_fft=16, center=False, return_complex=True)
+
+
+class ScriptedFft(torch.nn.Module):
+    def forward(self, x):
+        return torch.fft.fft(x)
+
+
+@pytest.mark.parametrize("model", [ScriptedStft(), ScriptedFft()], ids=["stft", "fft"])
+def test_a_scripted_complex_output_is_refused(model):
+    """A scripted graph carries no dtypes: the complex output is known by the op that makes it."""
+    with pytest.raises(SymbolicValueError, match="return torch.view_as_real"):
+        export(torch.jit.script(model), (torch.randn(1, 32),), io.BytesIO(), opset_version=17)
