@@ -154,7 +154,7 @@ def load_model(spec: str):
         try:
             model = torch.jit.load(spec, map_location="cpu")
         except Exception as error:  # torch raises RuntimeError/ValueError with miniz or pickle details
-            raise CliError(f"{spec}: not a TorchScript archive ({_first_line(error)}); for a pickled nn.Module "
+            raise CliError(f"{spec}: not a TorchScript archive ({_first_sentence(error)}); for a pickled nn.Module "
                            "or a state dict, pass module:attr, a function that builds the model") from error
     else:
         model = _from_factory(spec)
@@ -193,6 +193,11 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def _first_sentence(error: BaseException) -> str:
+    line = _first_line(error)
+    return line.split(". ")[0].rstrip(".")
+
+
 def _opset(value: str) -> int:
     try:
         opset = int(value)
@@ -226,7 +231,7 @@ def _export(args) -> int:
            external_data=True if args.external_data else None)
     elapsed = time.perf_counter() - start
     proto = _load_header(args.output)
-    weights = _external_files(proto, args.output)
+    weights = _external_files(proto)
     where = f", weights in {', '.join(sorted(weights))}" if weights else ""
     print(f"wrote {args.output}: opset {args.opset}, {len(proto.graph.node)} nodes, "
           f"{_size(_total_size(args.output, weights))}{where}, in {elapsed:.2f} s")
@@ -256,15 +261,13 @@ def _dynamic_axes(specs: list[str], input_names: list[str], inputs: tuple, outpu
 
 
 def _verify(args) -> int:
-    from .verification import compare_by_name, format_table, resized_inputs
+    from .verification import compare_by_name, format_table, resized_inputs, session
 
     names, inputs = make_inputs(args.input, args.seed)
     runs = [parse_sizes_spec(spec) for spec in args.dynamic_sizes]
     if not os.path.isfile(args.onnx):
         raise CliError(f"{args.onnx}: no such file")
     model = load_model(args.model)
-    from .verification import session
-
     try:
         run = session(args.onnx)
     except Exception as error:
@@ -305,7 +308,7 @@ def _inspect(args) -> int:
     if not os.path.isfile(args.onnx):
         raise CliError(f"{args.onnx}: no such file")
     proto = _load_header(args.onnx)
-    external = _external_files(proto, args.onnx)
+    external = _external_files(proto)
     size = os.path.getsize(args.onnx)
     line = f"file:      {args.onnx}, {_size(size)}"
     if external:
@@ -361,8 +364,6 @@ def _print_values(values) -> None:
 
 
 def _type_text(value) -> tuple[str, str]:
-    import onnx
-
     kind = value.type.WhichOneof("value")
     if kind == "tensor_type":
         dtype = _dtype_name(value.type.tensor_type.elem_type)
@@ -403,7 +404,7 @@ def _load_header(path: str):
         raise CliError(f"{path}: not an ONNX model ({_first_line(error)})") from error
 
 
-def _external_files(proto, path: str) -> set[str]:
+def _external_files(proto) -> set[str]:
     files = set()
     for tensor in proto.graph.initializer:
         if tensor.data_location == tensor.EXTERNAL:
