@@ -33,7 +33,7 @@ from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET
 
 PROG = "torchscript-onnx"
 DESCRIPTION = """\
-Export PyTorch models to ONNX without torch.onnx: TorchScript archives (torch.jit.save) or
+Export PyTorch models to ONNX with a stand-alone exporter: TorchScript archives (torch.jit.save) or
 Python factories (module:attr). Check the result against PyTorch in onnxruntime, audit which
 operators convert, and inspect an ONNX file."""
 EPILOG = """examples:
