@@ -548,7 +548,8 @@ class Converter:
     def add_outputs(self) -> None:
         ctx, graph = self.ctx, self.graph
         for jit_value in self.captured.graph.outputs():
-            if makes_complex(jit_value):
+            value = self.env.get(jit_value.unique())
+            if makes_complex(jit_value) or getattr(value, "dtype", None) in _COMPLEX_PARTS:
                 error = SymbolicValueError(
                     "the model returns a complex tensor, and ONNX has no complex type: return "
                     "torch.view_as_real(x) or x.abs() instead (view_as_real: real and imaginary parts in a last dim of 2)")

@@ -107,3 +107,15 @@ def test_a_scripted_complex_output_is_refused(model):
     """A scripted graph carries no dtypes: the complex output is known by the op that makes it."""
     with pytest.raises(SymbolicValueError, match="return torch.view_as_real"):
         export(torch.jit.script(model), (torch.randn(1, 32),), io.BytesIO(), opset_version=17)
+
+
+class FirstColumn(torch.nn.Module):
+    def forward(self, x):
+        return x[:, 0]
+
+
+def test_a_scripted_model_passing_a_complex_input_through_is_refused():
+    """No op makes the complex value: it is the input's, known from the example's dtype."""
+    with pytest.raises(SymbolicValueError, match="return torch.view_as_real"):
+        export(torch.jit.script(FirstColumn()), (torch.randn(4, 3, dtype=torch.cfloat),), io.BytesIO(),
+               opset_version=17)
