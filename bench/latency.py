@@ -56,6 +56,12 @@ def _tokens(vocab, batch=1, seq=SEQ):
     return torch.randint(1, vocab, (batch, seq), generator=torch.Generator().manual_seed(0))
 
 
+def _with_mask(vocab):
+    # With a mask: without one, transformers 5 looks for packed sequences with aten::diff, which
+    # the legacy exporter cannot convert.
+    return _tokens(vocab), torch.ones(1, SEQ, dtype=torch.long)
+
+
 def _bert_base():
     from transformers import BertConfig, BertModel
 
@@ -74,7 +80,7 @@ def _gpt2():
     from transformers import GPT2Config, GPT2Model
 
     config = GPT2Config(use_cache=False)
-    return ByKeyword(GPT2Model(config), ["input_ids"]), (_tokens(config.vocab_size),)
+    return ByKeyword(GPT2Model(config), ["input_ids", "attention_mask"]), _with_mask(config.vocab_size)
 
 
 def _llama():
@@ -82,7 +88,7 @@ def _llama():
 
     config = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
                          num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512, use_cache=False)
-    return ByKeyword(LlamaModel(config), ["input_ids"]), (_tokens(config.vocab_size),)
+    return ByKeyword(LlamaModel(config), ["input_ids", "attention_mask"]), _with_mask(config.vocab_size)
 
 
 def _t5_small():

@@ -208,7 +208,8 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     _check_dynamic_axes(graph, options)
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),
-                 initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params)
+                 initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
+                 constant_folding=options.do_constant_folding)
         artifacts.step("optimisation")
         clock.lap("optimize", **progress.graph_counts(graph))
     input_indices = drop_unused_inputs(graph, len(captured.user_inputs), kept_for_legacy)

@@ -20,12 +20,14 @@ def _names(order):
 
 
 def test_pass_order():
-    assert _names(passes()) == ["RemoveIdentity", "DeadCode", "FoldConvBatchNorm", "CommonSubexpressions",
-                                "DeduplicateInitializers", "DeadCode"]
-    assert _names(passes(training=True)) == ["RemoveIdentity", "DeadCode", "CommonSubexpressions",
-                                             "DeduplicateInitializers", "DeadCode"]
-    assert passes(training=True)[3].by_value is False
-    assert "DeduplicateInitializers" not in _names(passes(initializers_are_inputs=True))
+    assert _names(passes()) == ["RemoveIdentity", "DeadCode", "FoldConvBatchNorm", "FoldWeightTranspose",
+                                "RemoveNoopReshape", "CommonSubexpressions", "DeduplicateInitializers", "DeadCode"]
+    assert _names(passes(training=True)) == ["RemoveIdentity", "DeadCode", "RemoveNoopReshape",
+                                             "CommonSubexpressions", "DeduplicateInitializers", "DeadCode"]
+    assert passes(training=True)[4].by_value is False
+    inputs = _names(passes(initializers_are_inputs=True))
+    assert "DeduplicateInitializers" not in inputs and "FoldWeightTranspose" not in inputs
+    assert "FoldWeightTranspose" not in _names(passes(constant_folding=False))
 
 
 def _bytes(model, args, **options) -> bytes:

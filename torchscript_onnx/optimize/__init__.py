@@ -16,16 +16,19 @@ from .cse import CommonSubexpressions
 from .dead_code import DeadCode
 from .identity import RemoveIdentity
 from .initializers import DeduplicateInitializers
+from .noop_reshape import RemoveNoopReshape
+from .weight_transpose import FoldWeightTranspose
 
 logger = logging.getLogger(__name__)
 
 
-def passes(training: bool = False, initializers_are_inputs: bool = False) -> list:
+def passes(training: bool = False, initializers_are_inputs: bool = False, constant_folding: bool = True) -> list:
     """The passes in order, for an export in training or eval mode.
 
     ``training``: parameters must stay what they are (no BN folding; initializers shared only when
     they are the same memory). ``initializers_are_inputs``: users may feed each initializer, so
-    none is merged into another (as the legacy exporter).
+    none is merged into another (as the legacy exporter). ``constant_folding`` (``do_constant_folding``):
+    weights may be replaced by values computed from them (transposed weights).
     """
     order = [
         # Identity removal exposes dead Constant nodes and direct Conv -> BatchNormalization pairs;
@@ -35,7 +38,10 @@ def passes(training: bool = False, initializers_are_inputs: bool = False) -> lis
     ]
     if not training:
         order.append(FoldConvBatchNorm())
-    order.append(CommonSubexpressions())
+        if constant_folding and not initializers_are_inputs:
+            # Users may not feed the weights: a transposed weight can replace the original.
+            order.append(FoldWeightTranspose())
+    order += [RemoveNoopReshape(), CommonSubexpressions()]
     if not initializers_are_inputs:
         # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
         # two Identity nodes of one initializer (and with them, two names).
@@ -47,8 +53,9 @@ def passes(training: bool = False, initializers_are_inputs: bool = False) -> lis
     return order
 
 
-def optimize(graph: Graph, *, training: bool = False, initializers_are_inputs: bool = False) -> Graph:
-    for optimization in passes(training, initializers_are_inputs):
+def optimize(graph: Graph, *, training: bool = False, initializers_are_inputs: bool = False,
+             constant_folding: bool = True) -> Graph:
+    for optimization in passes(training, initializers_are_inputs, constant_folding):
         before = len(graph.nodes), len(graph.initializers)
         changed = optimization.run(graph)
         logger.debug("%s: %d -> %d nodes, %d -> %d initializers%s", type(optimization).__name__, before[0],
