@@ -85,7 +85,8 @@ def _full_sizes(g, input, sizes):
 def _static_scales(input, sizes) -> list[float] | None:
     """out / in per spatial dim, nudged up so that float32 ``in * scale`` floors to ``out``."""
     dims = sh.sizes(input)
-    if isinstance(sizes, Value) or dims is None or not all(isinstance(d, int) for d in dims[2:]) or not all(isinstance(s, int) for s in sizes):
+    if isinstance(sizes, Value) or dims is None or not all(isinstance(d, int) for d in dims[2:]) \
+            or not all(isinstance(s, int) for s in sizes):
         return None
     scales = []
     for n, out in zip(dims[2:], sizes):
