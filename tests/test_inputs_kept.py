@@ -204,3 +204,17 @@ def test_empty_inputs_stay_declared():
     ours = export(ScatterIntoEmpty(), args, None, opset_version=17)
     assert len(ours.graph.input) == len(_legacy(ScatterIntoEmpty(), args, 17).graph.input) == 3
     _check_fed_by_position(ours, ScatterIntoEmpty(), args)
+
+
+class EmptyStateOrNot(torch.nn.Module):
+    def forward(self, x, state):
+        if state.size(0) == 0:  # decided by the traced size: legacy folds the If, and drops state
+            return x * 2
+        return x + state
+
+
+def test_an_empty_input_read_only_in_a_folded_branch_is_dropped_as_legacy_does():
+    args = (torch.randn(2, 3), torch.empty(0, 3))
+    model = torch.jit.script(EmptyStateOrNot())
+    ours = export(model, args, None, opset_version=13)
+    assert [i.name for i in ours.graph.input] == [i.name for i in _legacy(model, args, 13).graph.input]

@@ -110,9 +110,10 @@ def _read_by_legacy(value: torch._C.Value, opset: int) -> LegacyRead | None:
         reader = _use_read_by_legacy(use, opset)
         if reader is not None:
             return LegacyRead(reader)
-    if _is_empty(value) and any(use.user.kind() not in METADATA_ONLY for use in value.uses()):
+    if _is_empty(value) and any(use.user.kind() not in METADATA_ONLY and use.user.owningBlock().owningNode() is None
+                                for use in value.uses()):
         # what is computed from an empty tensor is empty, known at export time: we fold it, legacy
-        # computes it at runtime from the input
+        # computes it at runtime from the input (in a branch, legacy may fold the If on its size)
         return LegacyRead("Shape")
     if not _reaches_runtime_control_flow(value):
         return None
