@@ -10,8 +10,11 @@ their opset and can be removed again, which restores the built-in.
 from __future__ import annotations
 
 import bisect
+import functools
+import inspect
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
 # Symbolic modules, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
@@ -141,3 +144,71 @@ def all_functions() -> list[tuple[str, int, Callable]]:
     """Every built-in registration: (name, opset, function)."""
     _load_builtins()
     return [(n, v, fn) for n, e in sorted(_REGISTRY.items()) for v, fn in sorted(e.builtin.items())]
+
+
+def builtin_lookup(name: str, opset: int) -> Callable | None:
+    """The built-in conversion of ``name`` at ``opset``, user registrations ignored (what legacy's
+    ``symbolic_opsetN.<op>`` is: a custom symbolic calling it must not reach itself again)."""
+    _load_builtins()
+    for key in (name, name[:-1]) if name.endswith("_") and not name.endswith("__") else (name,):
+        entry = _REGISTRY.get(key)
+        fn = _fall_through(entry.builtin, opset) if entry is not None else None
+        if fn is not None:
+            return fn
+    return None
+
+
+def legacy_facade(module: str, opset: int, names: Iterable[str], ops: Mapping[str, str] | None = None,
+                  legacy_extras: Mapping[str, tuple[str, ...]] | None = None,
+                  constants: Mapping[str, object] | None = None):
+    """``__getattr__`` and ``__dir__`` for ``symbolic_opsetN``, the legacy facade of opset ``opset``.
+
+    Each of ``names`` (the public names of the legacy exporter's ``symbolic_opsetN``) resolves, when
+    read, to the built-in conversion at ``opset`` of ``ops.get(name, "aten::" + name)``, or to
+    ``constants[name]``; nothing else is public.
+    ``legacy_extras[name]`` lists trailing parameters legacy's function has and ours does not
+    (``_outputs``, ``out``: plumbing without meaning here); the facade accepts and drops them.
+    """
+    names = tuple(names)
+    public = frozenset(names)
+    ops, legacy_extras, constants = ops or {}, legacy_extras or {}, constants or {}
+
+    def __getattr__(name: str):
+        if name in public:
+            if name in constants:
+                return constants[name]
+            fn = builtin_lookup(ops.get(name, f"aten::{name}"), opset)
+            if fn is not None:
+                return _accepting(fn, legacy_extras[name]) if name in legacy_extras else fn
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    namespace = sys.modules[module].__dict__  # the facade, being imported
+
+    def __dir__():
+        return sorted(public | {n for n in namespace if n.startswith("__")})
+
+    return __getattr__, __dir__
+
+
+@functools.lru_cache(maxsize=None)
+def _accepting(fn: Callable, extras: tuple[str, ...]) -> Callable:
+    """``fn`` taking, and ignoring, the trailing legacy parameters ``extras`` (by position or name)."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise TypeError(f"{fn.__qualname__} takes *args: nothing to add after it")
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    head = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    tail = [p for p in params if p not in head]
+    added = [inspect.Parameter(e, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for e in extras]
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        for extra in extras:
+            kwargs.pop(extra, None)
+        if positional < len(args) <= positional + len(extras):
+            args = args[:positional]
+        return fn(*args, **kwargs)
+
+    call.__signature__ = signature.replace(parameters=head + added + tail)
+    return call

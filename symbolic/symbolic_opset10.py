@@ -4,11 +4,51 @@ ONNX 10: Slice takes starts/ends/axes/steps as inputs; MaxPool/AveragePool gain 
 MaxPool dilations; TopK takes k as an input; Resize, Mod, ThresholdedRelu, QuantizeLinear/
 DequantizeLinear, IsInf, ReverseSequence, RoiAlign, NonMaxSuppression appear; Upsample is deprecated.
 
-Conversions whose lowering changes at opset 10 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset10``, each read
+as our built-in conversion of that op at opset 10 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset10.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset10 import math as _math  # noqa: F401
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(10)
-from .opset10.math import *  # noqa: F401,F403
+__all__ = [
+    "dequantize", "div", "embedding_bag", "fake_quantize_per_tensor_affine", "flip", "fmod", "isfinite",
+    "isinf", "nan_to_num", "quantize_per_tensor", "quantized_add", "quantized_add_relu", "quantized_cat",
+    "quantized_conv1d", "quantized_conv1d_relu", "quantized_conv2d", "quantized_conv2d_relu",
+    "quantized_conv3d", "quantized_conv3d_relu", "quantized_conv_transpose1d", "quantized_conv_transpose2d",
+    "quantized_conv_transpose3d", "quantized_group_norm", "quantized_hardswish", "quantized_instance_norm",
+    "quantized_layer_norm", "quantized_leaky_relu", "quantized_linear", "quantized_linear_relu",
+    "quantized_mul", "quantized_sigmoid", "slice", "sort", "topk",
+]
+# Names that are not ``aten::<name>``.
+_OPS = {
+    "quantized_add": "quantized::add",
+    "quantized_add_relu": "quantized::add_relu",
+    "quantized_cat": "quantized::cat",
+    "quantized_conv1d": "quantized::conv1d",
+    "quantized_conv1d_relu": "quantized::conv1d_relu",
+    "quantized_conv2d": "quantized::conv2d",
+    "quantized_conv2d_relu": "quantized::conv2d_relu",
+    "quantized_conv3d": "quantized::conv3d",
+    "quantized_conv3d_relu": "quantized::conv3d_relu",
+    "quantized_conv_transpose1d": "quantized::conv_transpose1d",
+    "quantized_conv_transpose2d": "quantized::conv_transpose2d",
+    "quantized_conv_transpose3d": "quantized::conv_transpose3d",
+    "quantized_group_norm": "quantized::group_norm",
+    "quantized_hardswish": "quantized::hardswish",
+    "quantized_instance_norm": "quantized::instance_norm",
+    "quantized_layer_norm": "quantized::layer_norm",
+    "quantized_leaky_relu": "quantized::leaky_relu",
+    "quantized_linear": "quantized::linear",
+    "quantized_linear_relu": "quantized::linear_relu",
+    "quantized_mul": "quantized::mul",
+    "quantized_sigmoid": "quantized::sigmoid",
+}
+# Trailing parameters legacy's function has and ours does not need (accepted, dropped).
+_LEGACY_EXTRAS = {
+    "topk": ("out",),
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 10, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)

@@ -4,14 +4,41 @@ ONNX 11: Clip takes min/max as inputs; Pad takes pads as an input; DepthToSpace 
 ScatterElements, GatherElements, ScatterND, GatherND, Range, Round, CumSum, Unique, Det,
 Sequence ops, Loop/If changes; negative axes are allowed almost everywhere.
 
-Conversions whose lowering changes at opset 11 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset11``, each read
+as our built-in conversion of that op at opset 11 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset11.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset11 import (  # noqa: F401
+    reduction as _reduction,
+    linalg as _linalg,
+    embedding as _embedding,
+    sequence as _sequence,
+)
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(11)
-from .opset11.reduction import *  # noqa: F401,F403
-from .opset11.linalg import *  # noqa: F401,F403
-from .opset11.embedding import *  # noqa: F401,F403
-from .opset11.sequence import *  # noqa: F401,F403
+__all__ = [
+    "Delete", "add", "append", "arange", "argsort", "atleast_1d", "atleast_2d", "atleast_3d", "cat", "chunk",
+    "clamp", "clamp_max", "clamp_min", "constant_pad_nd", "cumsum", "embedding_bag", "embedding_renorm",
+    "flatten", "gather", "hardtanh", "hstack", "im2col", "index", "index_copy", "index_fill", "index_put",
+    "insert", "linalg_det", "linalg_vector_norm", "logdet", "masked_scatter", "masked_select", "mm",
+    "narrow", "normal", "pad", "pixel_shuffle", "pop", "prim_constant_chunk", "reflection_pad", "relu6",
+    "remainder", "replication_pad", "round", "scatter", "select", "size", "sort", "split",
+    "split_with_sizes", "squeeze", "stack", "topk", "unbind", "unique_dim", "unsqueeze", "vstack",
+]
+# Names that are not ``aten::<name>``.
+_OPS = {
+    "prim_constant_chunk": "prim::ConstantChunk",
+    "reflection_pad": "aten::reflection_pad2d",
+    "replication_pad": "aten::replication_pad2d",
+}
+# Trailing parameters legacy's function has and ours does not need (accepted, dropped).
+_LEGACY_EXTRAS = {
+    "split": ("_outputs",),
+    "split_with_sizes": ("_outputs",),
+    "topk": ("out",),
+    "unbind": ("_outputs",),
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 11, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)

@@ -3,13 +3,27 @@
 ONNX 12: Dropout takes ratio and training_mode as inputs; Celu, Einsum, GreaterOrEqual,
 LessOrEqual, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, ArgMax select_last_index.
 
-Conversions whose lowering changes at opset 12 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset12``, each read
+as our built-in conversion of that op at opset 12 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset12.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset12 import (  # noqa: F401
+    activation as _activation,
+    linalg as _linalg,
+    loss as _loss,
+)
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(12)
-from .opset12.activation import *  # noqa: F401,F403
-from .opset12.linalg import *  # noqa: F401,F403
-from .opset12.loss import *  # noqa: F401,F403
+__all__ = [
+    "argmax", "argmin", "binary_cross_entropy_with_logits", "celu", "cross_entropy_loss", "dropout",
+    "einsum", "ge", "le", "native_dropout", "nll_loss", "nll_loss2d", "nll_loss_nd", "outer", "pow",
+    "tensordot", "unfold",
+]
+# Trailing parameters legacy's function has and ours does not need (accepted, dropped).
+_LEGACY_EXTRAS = {
+    "tensordot": ("out",),
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 12, __all__, legacy_extras=_LEGACY_EXTRAS)

@@ -3,11 +3,27 @@
 ONNX 14: Trilu, HardSwish, BatchNormalization training_mode, Reshape allowzero, CumSum types,
 GRU/LSTM/RNN layout.
 
-Conversions whose lowering changes at opset 14 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset14``, each read
+as our built-in conversion of that op at opset 14 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset14.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset14 import activation as _activation  # noqa: F401
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(14)
-from .opset14.activation import *  # noqa: F401,F403
+__all__ = [
+    "batch_norm", "hardswish", "quantized_hardswish", "reshape", "scaled_dot_product_attention", "tril",
+    "triu",
+]
+# Names that are not ``aten::<name>``.
+_OPS = {
+    "quantized_hardswish": "quantized::hardswish",
+}
+# Trailing parameters legacy's function has and ours does not need (accepted, dropped).
+_LEGACY_EXTRAS = {
+    "tril": ("out",),
+    "triu": ("out",),
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 14, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)

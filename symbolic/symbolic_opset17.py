@@ -2,12 +2,24 @@
 
 ONNX 17: LayerNormalization, DFT, STFT, window functions, MelWeightMatrix, SequenceMap.
 
-Conversions whose lowering changes at opset 17 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset17``, each read
+as our built-in conversion of that op at opset 17 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset17.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset17 import (  # noqa: F401
+    transformer as _transformer,
+    spectral as _spectral,
+)
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(17)
-from .opset17.transformer import *  # noqa: F401,F403
-from .opset17.spectral import *  # noqa: F401,F403
+__all__ = [
+    "layer_norm", "quantized_layer_norm", "stft",
+]
+# Names that are not ``aten::<name>``.
+_OPS = {
+    "quantized_layer_norm": "quantized::layer_norm",
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 17, __all__, ops=_OPS)

@@ -4,12 +4,20 @@ ONNX 18: the remaining Reduce* ops take axes as an input; Split gains num_output
 axes; Resize gains antialias, axes and keep_aspect_ratio_policy; BitwiseAnd/Or/Xor/Not, Col2Im,
 GroupNormalization, Mish typed, ScatterND max/min.
 
-Conversions whose lowering changes at opset 18 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset18``, each read
+as our built-in conversion of that op at opset 18 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset18.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset18 import (  # noqa: F401
+    activation as _activation,
+    rearrange as _rearrange,
+)
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(18)
-from .opset18.activation import *  # noqa: F401,F403
-from .opset18.rearrange import *  # noqa: F401,F403
+__all__ = [
+    "col2im",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 18, __all__)

@@ -2,10 +2,13 @@
 
 ONNX 19: float8 types; AveragePool dilations; DeformConv; Equal on strings; Cast saturate.
 
-Conversions whose lowering changes at opset 19 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset19``, each read
+as our built-in conversion of that op at opset 19 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset19.<name>(g, ...)`` runs ours. No lowering changes at opset 19: each name
+falls through to a lower opset's.
 """
 
-from .registry import onnx_symbolic
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(19)
+__all__ = []
+__getattr__, __dir__ = _legacy_facade(__name__, 19, __all__)

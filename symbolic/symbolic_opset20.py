@@ -3,12 +3,20 @@
 ONNX 20: Gelu, AffineGrid, ConstantOfShape/IsNaN/IsInf on float8, ImageDecoder,
 RegexFullMatch, StringConcat, StringSplit.
 
-Conversions whose lowering changes at opset 20 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset20``, each read
+as our built-in conversion of that op at opset 20 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset20.<name>(g, ...)`` runs ours. Conversions register by importing the
+topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset20 import (  # noqa: F401
+    activation as _activation,
+    rearrange as _rearrange,
+)
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(20)
-from .opset20.activation import *  # noqa: F401,F403
-from .opset20.rearrange import *  # noqa: F401,F403
+__all__ = [
+    "gelu",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 20, __all__)

@@ -3,11 +3,16 @@
 ONNX 21: int4/uint4 types; QuantizeLinear/DequantizeLinear blocked quantization; GroupNormalization
 per-group-channel fix.
 
-Conversions whose lowering changes at opset 21 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: the legacy exporter has no ``symbolic_opset21``; this one exposes the names of
+its newest, ``symbolic_opset20``, each read as our built-in conversion of that op at opset 21
+(``registry.legacy_facade``). Conversions register by importing the topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset21 import normalization as _normalization  # noqa: F401
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(21)
-from .opset21.normalization import *  # noqa: F401,F403
+__all__ = [
+    "gelu",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 21, __all__)

@@ -2,11 +2,16 @@
 
 ONNX 23: Attention, RMSNormalization, RotaryEmbedding; float4e2m1; Cast/QuantizeLinear updates.
 
-Conversions whose lowering changes at opset 23 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: the legacy exporter has no ``symbolic_opset23``; this one exposes the names of
+its newest, ``symbolic_opset20``, each read as our built-in conversion of that op at opset 23
+(``registry.legacy_facade``). Conversions register by importing the topic modules below.
 """
 
-from .registry import onnx_symbolic
+# Importing the topic modules registers their conversions (in this order).
+from .opset23 import transformer as _transformer  # noqa: F401
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(23)
-from .opset23.transformer import *  # noqa: F401,F403
+__all__ = [
+    "gelu",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 23, __all__)

@@ -3,10 +3,15 @@
 ONNX 7 brought multidirectional broadcasting to the arithmetic ops, BatchNormalization without
 `spatial`-dependent outputs, Dropout without `is_test`, and Gemm-7, whose C input is required.
 
-Conversions whose lowering changes at opset 7 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset7``, each read
+as our built-in conversion of that op at opset 7 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset7.<name>(g, ...)`` runs ours. No lowering changes at opset 7: each name
+falls through to a lower opset's.
 """
 
-from .registry import onnx_symbolic
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(7)
+__all__ = [
+    "max", "min",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 7, __all__)

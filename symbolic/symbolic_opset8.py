@@ -2,10 +2,16 @@
 
 ONNX 8 added Expand, Max/Min/Mean/Sum broadcasting, and MaxPool's second (indices) output.
 
-Conversions whose lowering changes at opset 8 register here; everything else falls through
-to the newest lower opset (see ``symbolic/registry.py``).
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset8``, each read
+as our built-in conversion of that op at opset 8 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset8.<name>(g, ...)`` runs ours. No lowering changes at opset 8: each name
+falls through to a lower opset's.
 """
 
-from .registry import onnx_symbolic
+from .registry import legacy_facade as _legacy_facade
 
-_onnx_symbolic = onnx_symbolic(8)
+__all__ = [
+    "addmm", "bmm", "empty", "empty_like", "flatten", "full", "full_like", "gt", "lt", "matmul", "mm",
+    "ones", "ones_like", "prelu", "repeat", "zeros", "zeros_like",
+]
+__getattr__, __dir__ = _legacy_facade(__name__, 8, __all__)

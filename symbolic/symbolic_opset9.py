@@ -2,33 +2,116 @@
 module registers the op again. ONNX 9 added Where, Erf, Shrink, Sign, Sinh/Cosh/..., NonZero,
 ConstantOfShape, EyeLike, Scatter, OneHot, MaxUnpool, Compress, IsNaN and typed MatMul/Flatten.
 
-A thin facade: the functions live in topic modules under ``symbolic/opset9/`` and are re-exported
-here so ``symbolic_opset9.relu(g, x)`` works as in the legacy exporter.
+The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset9``, each read
+as our built-in conversion of that op at opset 9 (``registry.legacy_facade``), so a legacy custom
+symbolic's ``symbolic_opset9.<name>(g, ...)`` runs ours. Conversions register by importing the topic
+modules below.
 """
 
-from .opset9.math import *  # noqa: F401,F403
-from .opset9.trigonometry import *  # noqa: F401,F403
-from .opset9.rounding import *  # noqa: F401,F403
-from .opset9.activation import *  # noqa: F401,F403
-from .opset9.logical import *  # noqa: F401,F403
-from .opset9.nn import *  # noqa: F401,F403
-from .opset9.prim import *  # noqa: F401,F403
-from .opset9.tensor import *  # noqa: F401,F403
-from .opset9.control import *  # noqa: F401,F403
-from .opset9.reduction import *  # noqa: F401,F403
-from .opset9.rnn import *  # noqa: F401,F403
-from .opset9.embedding import *  # noqa: F401,F403
-from .opset9.indexing import *  # noqa: F401,F403
-from .opset9.creation import *  # noqa: F401,F403
-from .opset9.linalg import *  # noqa: F401,F403
-from .opset9.joining import *  # noqa: F401,F403
-from .opset9.autograd import *  # noqa: F401,F403
-from .opset9.transformer import *  # noqa: F401,F403
-from .opset9.sorting import *  # noqa: F401,F403
-from .opset9.resize import *  # noqa: F401,F403
-from .opset9.padding import *  # noqa: F401,F403
-from .opset9.rearrange import *  # noqa: F401,F403
-from .opset9.normalization import *  # noqa: F401,F403
-from .opset9.loss import *  # noqa: F401,F403
-from .opset9.quantized import *  # noqa: F401,F403
-from .opset9.spectral import *  # noqa: F401,F403
+# Importing the topic modules registers their conversions (in this order).
+from .opset9 import (  # noqa: F401
+    math as _math,
+    trigonometry as _trigonometry,
+    rounding as _rounding,
+    activation as _activation,
+    logical as _logical,
+    nn as _nn,
+    prim as _prim,
+    tensor as _tensor,
+    control as _control,
+    reduction as _reduction,
+    rnn as _rnn,
+    embedding as _embedding,
+    indexing as _indexing,
+    creation as _creation,
+    linalg as _linalg,
+    joining as _joining,
+    autograd as _autograd,
+    transformer as _transformer,
+    sorting as _sorting,
+    resize as _resize,
+    padding as _padding,
+    rearrange as _rearrange,
+    normalization as _normalization,
+    loss as _loss,
+    quantized as _quantized,
+    spectral as _spectral,
+)
+from .registry import legacy_facade as _legacy_facade
+
+__all__ = [
+    "abs", "acos", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "add", "addcmul", "addmm", "alias",
+    "amax", "amin", "aminmax", "arange", "argmax", "argmin", "as_strided", "as_tensor", "asin", "atan",
+    "atan2", "avg_pool1d", "avg_pool2d", "avg_pool3d", "baddbmm", "batch_norm", "bernoulli", "bitwise_not",
+    "bitwise_or", "bmm", "broadcast_tensors", "broadcast_to", "bucketize", "cat", "cdist", "ceil", "clamp",
+    "clamp_max", "clamp_min", "clone", "constant_pad_nd", "contiguous", "conv1d", "conv2d", "conv3d",
+    "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "cos",
+    "cosine_similarity", "cross", "cumsum", "detach", "dim", "div", "dot", "dropout", "elu", "embedding",
+    "embedding_bag", "empty", "empty_like", "eq", "erf", "exp", "expand", "expand_as", "eye", "fill",
+    "flatten", "floor", "floor_divide", "floordiv", "frobenius_norm", "full", "full_like", "gather", "ge",
+    "gelu", "glu", "group_norm", "gru", "gt", "hann_window", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "index", "index_add", "index_copy", "index_fill", "index_put", "index_select",
+    "instance_norm", "is_floating_point", "isnan", "item", "kl_div", "layer_norm", "le", "leaky_relu",
+    "lerp", "linalg_cross", "linalg_matrix_norm", "linalg_norm", "linalg_vector_norm", "linear", "linspace",
+    "log", "log10", "log1p", "log2", "log_sigmoid", "log_softmax", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logit", "logsumexp", "lstm", "lstm_cell", "lt", "masked_fill",
+    "masked_fill_", "matmul", "max", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
+    "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices", "maximum", "meshgrid", "min",
+    "minimum", "mish", "mm", "movedim", "mse_loss", "mul", "multinomial", "mv", "narrow",
+    "native_layer_norm", "ne", "neg", "new_empty", "new_full", "new_ones", "new_zeros", "nonzero",
+    "nonzero_numpy", "noop_complex_operators", "norm", "numel", "numpy_T", "one_hot", "ones", "ones_like",
+    "pad", "pairwise_distance", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "prelu",
+    "prim_constant", "prim_constant_chunk", "prim_constant_split", "prim_data", "prim_device", "prim_dtype",
+    "prim_if", "prim_layout", "prim_list_construct", "prim_list_unpack", "prim_loop", "prim_max", "prim_min",
+    "prim_tolist", "prim_tuple_construct", "prim_type", "prim_unchecked_cast", "prim_uninitialized", "rand",
+    "rand_like", "randint", "randint_like", "randn", "randn_like", "reciprocal", "reflection_pad", "relu",
+    "relu6", "remainder", "repeat", "repeat_interleave", "replication_pad", "reshape", "reshape_as",
+    "rnn_relu", "rnn_tanh", "roll", "rrelu", "rsqrt", "rsub", "scalar_tensor", "scatter", "scatter_add",
+    "select", "selu", "sigmoid", "sign", "silu", "sin", "size", "slice", "softmax", "softplus", "softshrink",
+    "sort", "split", "split_with_sizes", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub", "t",
+    "take", "tan", "tanh", "tanhshrink", "tensor", "threshold", "to", "topk", "transpose", "true_divide",
+    "type_as", "unbind", "unfold", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze",
+    "upsample_bilinear2d", "upsample_linear1d", "upsample_nearest1d", "upsample_nearest2d",
+    "upsample_nearest3d", "upsample_trilinear3d", "var", "var_mean", "view", "view_as", "where", "zero",
+    "zeros", "zeros_like",
+]
+# Names that are not ``aten::<name>``.
+_OPS = {
+    "noop_complex_operators": "aten::resolve_conj",
+    "prim_constant": "prim::Constant",
+    "prim_constant_chunk": "prim::ConstantChunk",
+    "prim_constant_split": "prim::ConstantSplit",
+    "prim_data": "prim::data",
+    "prim_device": "prim::device",
+    "prim_dtype": "prim::dtype",
+    "prim_if": "prim::If",
+    "prim_layout": "prim::layout",
+    "prim_list_construct": "prim::ListConstruct",
+    "prim_list_unpack": "prim::ListUnpack",
+    "prim_loop": "prim::Loop",
+    "prim_max": "prim::max",
+    "prim_min": "prim::min",
+    "prim_tolist": "prim::tolist",
+    "prim_tuple_construct": "prim::TupleConstruct",
+    "prim_type": "prim::type",
+    "prim_unchecked_cast": "prim::unchecked_cast",
+    "prim_uninitialized": "prim::Uninitialized",
+    "reflection_pad": "aten::reflection_pad2d",
+    "replication_pad": "aten::replication_pad2d",
+}
+# Trailing parameters legacy's function has and ours does not need (accepted, dropped).
+_LEGACY_EXTRAS = {
+    "bernoulli": ("out",),
+    "nonzero_numpy": ("_outputs",),
+    "split": ("_outputs",),
+    "split_with_sizes": ("_outputs",),
+    "topk": ("out",),
+    "unbind": ("_outputs",),
+    "unsafe_chunk": ("_outputs",),
+    "unsafe_split": ("_outputs",),
+    "unsafe_split_with_sizes": ("_outputs",),
+    "where": ("_outputs",),
+    "leaky_relu": ("inplace",),
+}
+__getattr__, __dir__ = _legacy_facade(__name__, 9, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)
