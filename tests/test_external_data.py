@@ -347,3 +347,70 @@ def test_export_returning_a_proto_over_the_limit_refuses(monkeypatch):
     monkeypatch.setattr(serialize, "PROTOBUF_LIMIT", SMALL_LIMIT)
     with pytest.raises(ValueError, match="2 GiB limit.*save it to a path"):
         tso.export(Mlp().eval(), (torch.randn(3, 64),), None)
+
+
+# -- a real model past 2 GiB -----------------------------------------------------------------------------
+
+
+class OverTwoGiB(torch.nn.Module):
+    """Two 16384 x 16384 fp32 layers: 2 GiB of weights plus their biases, so past protobuf's limit."""
+
+    calls = 0
+
+    def __init__(self):
+        super().__init__()
+        self.first = _toeplitz_linear(16384, seed=0)
+        self.second = _toeplitz_linear(16384, seed=1)
+
+    def forward(self, x):
+        OverTwoGiB.calls += 1
+        return self.second(torch.relu(self.first(x)))
+
+
+def _toeplitz_linear(size: int, seed: int) -> torch.nn.Linear:
+    """A square layer whose weight[i, j] = r[i + j] for a random r: every row differs, and filling 1 GiB
+    is a copy instead of a random draw per element (several times faster)."""
+    generator = torch.Generator().manual_seed(seed)
+    layer = torch.nn.Linear(size, size, device="meta").to_empty(device="cpu")
+    values = torch.randn(2 * size, generator=generator) / size**0.5
+    with torch.no_grad():
+        layer.weight.copy_(values.as_strided((size, size), (1, 1)))
+        layer.bias.copy_(values[:size])
+    return layer
+
+
+@pytest.fixture(scope="module")
+def over_two_gib():
+    model = OverTwoGiB().eval()
+    assert serialize.weight_bytes(model) > 2**31
+    return model
+
+
+def test_a_real_model_past_2_gib_is_saved_as_a_pair_that_loads(over_two_gib, tmp_path):
+    """No lowered limit: the default call writes m.onnx + m.onnx.data, which onnx.load and onnxruntime
+    open (onnxruntime without graph optimizations: prepacking 2 GiB of weights only adds time here)."""
+    path = tmp_path / "m.onnx"
+    tso.export(over_two_gib, (torch.randn(2, 16384),), path, input_names=["x"],
+               dynamic_axes={"x": {0: "batch"}})
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx", "m.onnx.data"]
+    assert os.path.getsize(path) < 2**20 and os.path.getsize(tmp_path / "m.onnx.data") > 2**31
+    onnx.checker.check_model(os.fspath(path))
+    loaded = onnx.load(os.fspath(path))
+    assert sum(len(t.raw_data) for t in loaded.graph.initializer) == serialize.weight_bytes(over_two_gib)
+    del loaded
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
+    x = torch.randn(3, 16384)
+    (got,) = session.run(None, {"x": x.numpy()})
+    with torch.no_grad():
+        expected = over_two_gib(x)
+    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("f", [io.BytesIO, lambda: None], ids=["BytesIO", "None"])
+def test_a_real_model_past_2_gib_to_a_file_object_refuses_before_work(over_two_gib, f):
+    OverTwoGiB.calls = 0
+    with pytest.raises(ValueError, match=r"weights are 2\.00 GiB .* pass a path"):
+        tso.export(over_two_gib, (torch.randn(2, 16384),), f())
+    assert OverTwoGiB.calls == 0

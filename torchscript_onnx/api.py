@@ -209,7 +209,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
-                 constant_folding=options.do_constant_folding)
+                 constant_folding=options.do_constant_folding, opset=options.opset_version)
         artifacts.step("optimisation")
         clock.lap("optimize", **progress.graph_counts(graph))
     input_indices = drop_unused_inputs(graph, len(captured.user_inputs), kept_for_legacy)
@@ -419,6 +419,8 @@ def export(
         warn_or_raise("external_data=True needs f as a path (the weights go to a file beside the model); "
                       "writing them inline", strict)
         external_data = None
+    if export_params:
+        serialize.check_fits_in_one_proto(model, f)
     if dynamic_shapes is not None:
         from .dynamic_shapes import to_dynamic_axes
 

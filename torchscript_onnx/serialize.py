@@ -335,6 +335,32 @@ def check_external_data(f, external_data) -> None:
         )
 
 
+def weight_bytes(module: torch.nn.Module) -> int:
+    """Bytes of a module's parameters and buffers, each storage counted once (tied weights share one)."""
+    sizes = {}
+    for tensor in [*module.parameters(), *module.buffers()]:
+        if tensor.device.type == "meta":
+            continue
+        storage = tensor.untyped_storage()
+        sizes[storage.data_ptr()] = storage.nbytes()
+    return sum(sizes.values())
+
+
+def check_fits_in_one_proto(module, f) -> None:
+    """Refuse, before any work, a file object or ``f=None`` for a module whose weights alone pass 2 GiB:
+    such a model can only be saved to a path, with its weights as external data."""
+    if _is_path(f) or not isinstance(module, torch.nn.Module):
+        return
+    size = weight_bytes(module)
+    if size >= PROTOBUF_LIMIT:
+        got = "f=None (return a ModelProto)" if f is None else f"f is a {type(f).__name__}"
+        raise ValueError(
+            f"the model's weights are {_size_text(size)}, over protobuf's 2 GiB limit for one ModelProto, "
+            f"and {got}: pass a path instead (export(..., f='model.onnx')), which writes the weights as "
+            "external data next to the model"
+        )
+
+
 TEMP_PREFIX = ".torchscript-onnx-"
 
 
