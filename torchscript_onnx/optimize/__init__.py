@@ -16,19 +16,26 @@ from .cse import CommonSubexpressions
 from .dead_code import DeadCode
 from .identity import RemoveIdentity
 from .initializers import DeduplicateInitializers
+from .llm_ops import AttentionGroupedKV, FuseRMSNormalization, FuseRotaryEmbedding
 from .noop_reshape import RemoveNoopReshape
 from .weight_transpose import FoldWeightTranspose
 
 logger = logging.getLogger(__name__)
 
 
-def passes(training: bool = False, initializers_are_inputs: bool = False, constant_folding: bool = True) -> list:
+# The first opset with Attention, RMSNormalization and RotaryEmbedding
+LLM_OPS_OPSET = 23
+
+
+def passes(training: bool = False, initializers_are_inputs: bool = False, constant_folding: bool = True,
+           opset: int | None = None) -> list:
     """The passes in order, for an export in training or eval mode.
 
     ``training``: parameters must stay what they are (no BN folding; initializers shared only when
     they are the same memory). ``initializers_are_inputs``: users may feed each initializer, so
     none is merged into another (as the legacy exporter). ``constant_folding`` (``do_constant_folding``):
-    weights may be replaced by values computed from them (transposed weights).
+    weights may be replaced by values computed from them (transposed weights). ``opset``: the
+    target opset; from 23 on, hand-written RMS norms and rotary embeddings become the ops made for them.
     """
     order = [
         # Identity removal exposes dead Constant nodes and direct Conv -> BatchNormalization pairs;
@@ -41,6 +48,11 @@ def passes(training: bool = False, initializers_are_inputs: bool = False, consta
         if constant_folding and not initializers_are_inputs:
             # Users may not feed the weights: a transposed weight can replace the original.
             order.append(FoldWeightTranspose())
+    if opset is not None and opset >= LLM_OPS_OPSET:
+        # Opset 23's LLM ops for the patterns that mean them. Grouped kv after rotary: rotary
+        # rewrites the key repeat_kv reads. Before CSE and the last dead-code pass, which clean up
+        # the replaced nodes and what the fusions add.
+        order += [FuseRMSNormalization(), FuseRotaryEmbedding(), AttentionGroupedKV()]
     order += [RemoveNoopReshape(), CommonSubexpressions()]
     if not initializers_are_inputs:
         # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
@@ -54,8 +66,8 @@ def passes(training: bool = False, initializers_are_inputs: bool = False, consta
 
 
 def optimize(graph: Graph, *, training: bool = False, initializers_are_inputs: bool = False,
-             constant_folding: bool = True) -> Graph:
-    for optimization in passes(training, initializers_are_inputs, constant_folding):
+             constant_folding: bool = True, opset: int | None = None) -> Graph:
+    for optimization in passes(training, initializers_are_inputs, constant_folding, opset):
         before = len(graph.nodes), len(graph.initializers)
         changed = optimization.run(graph)
         logger.debug("%s: %d -> %d nodes, %d -> %d initializers%s", type(optimization).__name__, before[0],
