@@ -20,7 +20,7 @@ import torch
 
 from . import jit_walk
 from .attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
-from .mutation import iter_nodes
+from .mutation import LIST_MUTATORS, iter_nodes, mutated_input
 from .options import TrainingMode
 
 _in_export = False
@@ -400,6 +400,7 @@ def _capture_script(model, args: tuple) -> Captured:
     written = lower_attribute_writes(graph) if module is not None else set()
     if module is not None:
         tuple_attributes_to_constants(graph, module)
+        fold_attribute_reads(graph, module, written)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
     inputs, args, arguments = _bind_nones(graph, inputs, args, arguments)
@@ -424,6 +425,79 @@ def _capture_script(model, args: tuple) -> Captured:
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
                     example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args, written),
                     scopes=scopes)
+
+
+# Attribute values read as constants of the graph, as freezing the module makes them.
+_FOLDED_SCALARS = (bool, int, float, str)
+
+
+def fold_attribute_reads(graph: torch._C.Graph, module, written=()) -> int:
+    """Each read of a plain module attribute (a bool, int, float, str, None, or a list of such
+    scalars) that the forward never writes becomes a constant of its value now, in the mode export
+    set (``self.training`` included), as legacy's freezing of the module makes it. Constant
+    propagation then drops the branches those values decide (``F.interpolate`` with
+    ``mode=self.mode``: the antialias and lanczos paths). Tensors, parameters and buffers keep
+    their reads (and so their initializer names); a list that the graph may change or let escape
+    stays a read. Returns how many reads were folded."""
+    self_value = next(graph.inputs())
+    reads: dict[tuple, list] = {}
+    for node in iter_nodes(graph):
+        if node.kind() == "prim::GetAttr":
+            key = _attribute_key(node.outputsAt(0), self_value)
+            if key is not None and key not in written:
+                reads.setdefault(key, []).append(node)
+    folded = 0
+    for key, nodes in reads.items():
+        value = module
+        for name in key:
+            value = getattr(value, name)
+        if not _plain_value(value) or isinstance(value, list) and not all(_list_read_only(n) for n in nodes):
+            continue
+        for node in nodes:
+            read = node.outputsAt(0)
+            with graph.insert_point_guard(node):
+                constant = graph.insertConstant(value)
+            if value is None:
+                constant.setType(read.type())
+            elif not constant.type().isSubtypeOf(read.type()):  # a list of another element type
+                constant.node().destroy()
+                continue
+            if not read.debugName().isdigit():  # self.mode, as freezing names it
+                constant.setDebugName(read.debugName())
+            read.replaceAllUsesWith(constant)
+            node.destroy()
+            folded += 1
+    return folded
+
+
+def _attribute_key(value, self_value) -> tuple | None:
+    """The attribute names from ``self`` to ``value`` (("inner", "mode")), or None."""
+    names = []
+    while value != self_value:
+        if value.node().kind() != "prim::GetAttr":
+            return None
+        names.append(value.node().s("name"))
+        value = value.node().inputsAt(0)
+    return tuple(reversed(names))
+
+
+def _plain_value(value) -> bool:
+    if value is None or isinstance(value, _FOLDED_SCALARS):
+        return True
+    return isinstance(value, list) and bool(value) and all(type(v) is type(value[0]) for v in value) \
+        and isinstance(value[0], _FOLDED_SCALARS)
+
+
+def _list_read_only(read: torch._C.Node) -> bool:
+    """Whether every use of a list attribute's read only reads it: no mutator (``append``,
+    ``l[0] = ...``) and nothing it could escape into and be changed through."""
+    escapes = {"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct", "prim::SetAttr"}
+    value = read.outputsAt(0)
+    for use in value.uses():
+        user = use.user
+        if user.kind() in escapes or mutated_input(user) == value or user.kind() in LIST_MUTATORS:
+            return False
+    return True
 
 
 def _inline_methods(graph: torch._C.Graph, module) -> dict:
