@@ -9,8 +9,8 @@
     -> [Cast(back to the input type)] -> [Mul(weight)]
 
 becomes one ``RMSNormalization(x, weight, axis, epsilon, stash_type=1)``. Only when it computes
-the same thing: the statistics in float32 (stash_type 1: float32 inputs, or float16/bfloat16 cast
-to float32 and back, as the spec's own cast), a scalar constant epsilon added after the mean, a
+the same thing: the statistics in float32 (stash_type 1: float32 inputs, or float16 cast to float32
+and back, as the spec's own cast), a scalar constant epsilon added after the mean, a
 constant 1 in the reciprocal, the reduction over the trailing axes with keepdims, and a weight
 that broadcasts into the normalised dims only (so the output keeps the input's shape).
 
@@ -43,8 +43,9 @@ from .subgraphs import subgraph_references
 
 # onnx.TensorProto.FLOAT: the stash type every fused RMSNormalization computes in
 STASH_FLOAT = 1
-# the dtypes RMSNormalization may take with float32 statistics (the model casts them to float32)
-RMS_CAST_DTYPES = (torch.float16, torch.bfloat16)
+# the dtypes RMSNormalization may take with float32 statistics (the model casts them to float32);
+# not bfloat16: onnxruntime's CPU RMSNormalization expands to a bfloat16 Mul it has no kernel for
+RMS_CAST_DTYPES = (torch.float16,)
 ROTARY_DTYPES = (torch.float32, torch.float16)
 
 
@@ -90,6 +91,14 @@ def _other(node: Node, value: Value) -> Value | None:
         return None
     a, b = node.inputs
     return b if a is value else a if b is value else None
+
+
+def _same(a: Value | None, b: Value | None) -> bool:
+    """The same value, or two casts of one value to one type (``x.float()`` written twice)."""
+    if a is b:
+        return a is not None
+    ca, cb = _op(a, "Cast"), _op(b, "Cast")
+    return ca is not None and cb is not None and ca.inputs[0] is cb.inputs[0] and ca.attr("to") == cb.attr("to")
 
 
 def _same_dim(a, b) -> bool:
@@ -195,9 +204,9 @@ def _rms_core(rw: _Rewriter, out: Value) -> _RMSMatch | None:
     square = _op(mean.inputs[0], "Pow", "Mul")
     if square is None or not rw.private(square.outputs[0], mean):
         return None
-    if square.op_type == "Pow" and not (square.inputs[0] is x and _scalar(square.inputs[1]) == 2.0):
+    if square.op_type == "Pow" and not (_same(square.inputs[0], x) and _scalar(square.inputs[1]) == 2.0):
         return None
-    if square.op_type == "Mul" and not (square.inputs[0] is x and square.inputs[1] is x):
+    if square.op_type == "Mul" and not (_same(square.inputs[0], x) and _same(square.inputs[1], x)):
         return None
     if x is None or x.dtype != torch.float32 or x.rank is None or x.rank < 1:
         return None
@@ -212,8 +221,6 @@ def _rms_core(rw: _Rewriter, out: Value) -> _RMSMatch | None:
                 or cast_back.outputs[0].dtype != cast_in.inputs[0].dtype:
             return None
         source = cast_in.inputs[0]
-    elif cast_in is not None and cast_in.inputs[0].dtype in RMS_CAST_DTYPES:
-        return None  # computed in float32 and left there: not RMSNormalization's output type
     return _RMSMatch(source, axis, epsilon, [top], out)
 
 
