@@ -21,10 +21,12 @@ def _names(order):
 
 def test_pass_order():
     assert _names(passes()) == ["RemoveIdentity", "DeadCode", "FoldConvBatchNorm", "FoldWeightTranspose",
-                                "RemoveNoopReshape", "CommonSubexpressions", "DeduplicateInitializers", "DeadCode"]
+                                "RemoveNoopReshape", "RemoveNoopArithmetic", "CommonSubexpressions",
+                                "DeduplicateInitializers", "DeadCode"]
     assert _names(passes(training=True)) == ["RemoveIdentity", "DeadCode", "RemoveNoopReshape",
-                                             "CommonSubexpressions", "DeduplicateInitializers", "DeadCode"]
-    assert passes(training=True)[4].by_value is False
+                                             "RemoveNoopArithmetic", "CommonSubexpressions",
+                                             "DeduplicateInitializers", "DeadCode"]
+    assert passes(training=True)[5].by_value is False
     inputs = _names(passes(initializers_are_inputs=True))
     assert "DeduplicateInitializers" not in inputs and "FoldWeightTranspose" not in inputs
     assert "FoldWeightTranspose" not in _names(passes(constant_folding=False))

@@ -16,6 +16,7 @@ from .cse import CommonSubexpressions
 from .dead_code import DeadCode
 from .identity import RemoveIdentity
 from .initializers import DeduplicateInitializers
+from .noop_arithmetic import RemoveNoopArithmetic
 from .llm_ops import AttentionGroupedKV, FuseRMSNormalization, FuseRotaryEmbedding
 from .noop_reshape import RemoveNoopReshape
 from .weight_transpose import FoldWeightTranspose
@@ -53,7 +54,7 @@ def passes(training: bool = False, initializers_are_inputs: bool = False, consta
         # rewrites the key repeat_kv reads. Before CSE and the last dead-code pass, which clean up
         # the replaced nodes and what the fusions add.
         order += [FuseRMSNormalization(), FuseRotaryEmbedding(), AttentionGroupedKV()]
-    order += [RemoveNoopReshape(), CommonSubexpressions()]
+    order += [RemoveNoopReshape(), RemoveNoopArithmetic(), CommonSubexpressions()]
     if not initializers_are_inputs:
         # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
         # two Identity nodes of one initializer (and with them, two names).
