@@ -1,6 +1,6 @@
 """onnxruntime latency of ours, legacy (``dynamo=False``) and dynamo graphs, in CPU time per run.
 
-    python -m bench.latency [--models bert_base,llama] [--runs 50] [--opset 20] [--ops]
+    python -m bench.latency [--models bert_base,llama] [--runs 50] [--opset 20] [--ops] [--distinct-weights]
 
 For each model: the three exporters write a file each; every file is loaded in onnxruntime (CPU
 provider, default graph optimisations, one intra- and one inter-op thread), warmed up, then run
@@ -9,7 +9,10 @@ Each run is timed in CPU time of this process (``time.process_time``), which oth
 shared machine do not inflate the way they inflate wall time; the table gives the median.
 ``--ops`` also prints, per model, the op histogram of the graph onnxruntime runs after its own
 optimisations (``optimized_model_filepath``), where ours differs from the fastest other exporter's:
-the ops it fused in theirs and not in ours point at the pattern to fix.
+the ops it fused in theirs and not in ours point at the pattern to fix. ``--distinct-weights`` adds
+small noise to every parameter first: node counts then are those of a trained checkpoint, without
+the Identity nodes that keep the names of a fresh model's equal initializers (zero biases, norm
+weights of ones) that ours and legacy merge.
 
 Models: the transformer sizes users run (BERT-base, RoBERTa-base, GPT-2 small, T5-small, a 4-layer
 Llama of hidden size 512, Whisper-tiny's encoder; random weights from ``transformers`` configs,
@@ -166,12 +169,28 @@ MODELS = {
 }
 
 
-def build(name):
+def build(name, distinct_weights=False):
     torch.manual_seed(0)
     if name in MODELS:
         model, args = MODELS[name]()
-        return model.eval(), args
-    return models.build(name)
+        model = model.eval()
+    else:
+        model, args = models.build(name)
+    if distinct_weights:
+        distinguish_weights(model)
+    return model, args
+
+
+def distinguish_weights(model: nn.Module) -> None:
+    """Adds small noise to every floating parameter, so that no two hold the same values, as in a
+    trained checkpoint. Freshly initialised models share many (zero biases, norm weights of ones):
+    an exporter that merges equal initializers (ours and legacy, keeping every name as an Identity)
+    or drops zero biases (dynamo's optimizer) then counts nodes no real checkpoint would give."""
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                p.add_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * 0.02)
 
 
 def session(path, optimized_path=None):
@@ -221,8 +240,8 @@ def cpu_times(paths: dict, args, runs: int) -> dict:
     return out
 
 
-def bench(name, runs, opset, names=("ours", "legacy", "dynamo"), keep=None) -> dict:
-    model, args = build(name)
+def bench(name, runs, opset, names=("ours", "legacy", "dynamo"), keep=None, distinct_weights=False) -> dict:
+    model, args = build(name, distinct_weights)
     record = {"model": name, "export": {}, "nodes": {}, "ms": {}, "ops": {}}
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
@@ -287,12 +306,14 @@ def main(argv=None):
     parser.add_argument("--no-dynamo", action="store_true")
     parser.add_argument("--ops", action="store_true", help="print op histograms where ours differs")
     parser.add_argument("--keep", help="a folder to keep the exported files in")
+    parser.add_argument("--distinct-weights", action="store_true",
+                        help="add small noise to every parameter first, so that none are equal (as trained ones)")
     ns = parser.parse_args(argv)
     torch.set_num_threads(1)
     names = ("ours", "legacy") if ns.no_dynamo else ("ours", "legacy", "dynamo")
     records = []
     for name in [m.strip() for m in ns.models.split(",") if m.strip()]:
-        records.append(bench(name, ns.runs, ns.opset, names, ns.keep))
+        records.append(bench(name, ns.runs, ns.opset, names, ns.keep, ns.distinct_weights))
         print(table(records[-1:], names).splitlines()[-1], flush=True)
         if ns.ops:
             print(op_diff(records[-1]), flush=True)
