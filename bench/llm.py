@@ -152,8 +152,19 @@ def _export(exporter, module, args, path, opset, kwargs):
             import torchscript_onnx
 
             torchscript_onnx.export(module, args, path, opset_version=opset, **kwargs)
+        elif exporter == "legacy":
+            torch.onnx.export(module, args, path, opset_version=opset, dynamo=False, **kwargs)
         else:
-            torch.onnx.export(module, args, path, opset_version=opset, dynamo=exporter == "dynamo", **kwargs)
+            # dynamo cannot turn dynamic_axes into dynamic_shapes for a forward taking *past:
+            # it gets the same axes as dynamic_shapes, one entry per parameter of forward.
+            shapes = tuple({axis: torch.export.Dim.DYNAMIC for axis in kwargs["dynamic_axes"].get(name, {})}
+                           for name in kwargs["input_names"])
+            from bench.decoders import WithPast
+
+            if isinstance(module, WithPast):  # forward(input_ids, attention_mask, position_ids, *past)
+                shapes = (*shapes[:3], shapes[3:])
+            rest = {k: v for k, v in kwargs.items() if k != "dynamic_axes"}
+            torch.onnx.export(module, args, path, opset_version=opset, dynamo=True, dynamic_shapes=shapes, **rest)
 
 
 def _status_kib() -> dict:
