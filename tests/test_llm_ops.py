@@ -212,6 +212,9 @@ ROTARY_CASES = [
     # position ids of batch 1 (transformers' default): the caches are expanded to the batch, once
     Pattern("llama_rotary_shared_positions", Rotary, _qk_positions(True), QK, SHARED_AXES,
             {"RotaryEmbedding": 2, "Neg": 0, "Expand": 2}),
+    Pattern("llama_rotary_float16", lambda: Rotary().half(),
+            lambda b, s: tuple(t.half() if t.is_floating_point() else t for t in _qk_positions()(b, s)), QK, QK_AXES,
+            {"RotaryEmbedding": 2, "Neg": 0}, tol=1e-2),
     Pattern("cached_tables", CachedRotary, lambda b, s: _qk_positions()(b, s)[::2], ["q", "position_ids"],
             {"q": QK_AXES["q"], "position_ids": QK_AXES["position_ids"]}, {"RotaryEmbedding": 1}),
     # near misses
@@ -277,9 +280,10 @@ def _check_against_eager(model, data: bytes, case: Pattern) -> None:
         with torch.no_grad():
             expected = model(*args)
         expected = expected if isinstance(expected, tuple) else (expected,)
-        feeds = {name: (a.float() if a.dtype == torch.bfloat16 else a).numpy() for name, a in zip(case.input_names, args)}
+        feeds = {name: (a.float() if a.dtype == torch.bfloat16 else a).numpy()
+                 for name, a in zip(case.input_names, args)}
         if any(a.dtype == torch.bfloat16 for a in args):
-            feeds = _bfloat16_feeds(session, feeds)
+            feeds = _bfloat16_feeds(feeds)
         outputs = session.run(None, feeds)
         assert len(outputs) == len(expected)
         for got, want in zip(outputs, expected):
@@ -289,7 +293,7 @@ def _check_against_eager(model, data: bytes, case: Pattern) -> None:
                                        atol=case.tol, err_msg=f"{case.name} at (batch, sequence) = {size}")
 
 
-def _bfloat16_feeds(session, feeds):
+def _bfloat16_feeds(feeds):
     """onnxruntime takes bfloat16 inputs as OrtValues; numpy has no bfloat16."""
     values = {}
     for name, array in feeds.items():

@@ -159,10 +159,11 @@ class _Rewriter:
 
 
 class _RMSMatch:
-    __slots__ = ("x", "axis", "epsilon", "nodes", "out")
+    __slots__ = ("x", "axis", "epsilon", "out", "inner")
 
-    def __init__(self, x, axis, epsilon, nodes, out):
-        self.x, self.axis, self.epsilon, self.nodes, self.out = x, axis, epsilon, nodes, out
+    def __init__(self, x, axis, epsilon, out, inner=None):
+        # inner: the float32 result a cast back to the input type reads (itself a match, not emitted)
+        self.x, self.axis, self.epsilon, self.out, self.inner = x, axis, epsilon, out, inner
 
 
 def _rms_core(rw: _Rewriter, out: Value) -> _RMSMatch | None:
@@ -216,12 +217,12 @@ def _rms_core(rw: _Rewriter, out: Value) -> _RMSMatch | None:
     source = x
     cast_in = _op(x, "Cast")
     if cast_back is not None:
-        # float32 statistics of a float16/bfloat16 input, cast back: stash_type 1 does exactly that
+        # float32 statistics of a float16 input, cast back: stash_type 1 does exactly that
         if cast_in is None or cast_in.inputs[0].dtype not in RMS_CAST_DTYPES \
                 or cast_back.outputs[0].dtype != cast_in.inputs[0].dtype:
             return None
         source = cast_in.inputs[0]
-    return _RMSMatch(source, axis, epsilon, [top], out)
+    return _RMSMatch(source, axis, epsilon, out, cast_back.inputs[0] if cast_back is not None else None)
 
 
 def _trailing_axis(mean: Node, rank: int) -> int | None:
@@ -269,6 +270,7 @@ class FuseRMSNormalization:
                 used.add(id(normed))
                 self._emit(rw, match, scale, node)
                 break
+        used.update(id(m.inner) for m in cores.values() if m.inner is not None)
         for key, match in cores.items():
             if key in used:
                 continue
