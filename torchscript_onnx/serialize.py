@@ -356,7 +356,7 @@ def check_fits_in_one_proto(module, f) -> None:
         got = "f=None (return a ModelProto)" if f is None else f"f is a {type(f).__name__}"
         raise ValueError(
             f"the model's weights are {_size_text(size)}, over protobuf's 2 GiB limit for one ModelProto, "
-            f"and {got}: pass a path instead (export(..., f='model.onnx')), which writes the weights as "
+            f"and {got}: save it to a path instead (export(..., f='model.onnx')), which writes the weights as "
             "external data next to the model"
         )
 
