@@ -71,7 +71,7 @@ __all__ = [
     "select", "selu", "sigmoid", "sign", "silu", "sin", "size", "slice", "softmax", "softplus", "softshrink",
     "sort", "split", "split_with_sizes", "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub", "t",
     "take", "tan", "tanh", "tanhshrink", "tensor", "threshold", "to", "topk", "transpose", "true_divide",
-    "type_as", "unbind", "unfold", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze",
+    "type_as", "unbind", "unfold", "unused", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "unsqueeze",
     "upsample_bilinear2d", "upsample_linear1d", "upsample_nearest1d", "upsample_nearest2d",
     "upsample_nearest3d", "upsample_trilinear3d", "var", "var_mean", "view", "view_as", "where", "zero",
     "zeros", "zeros_like",
@@ -114,4 +114,15 @@ _LEGACY_EXTRAS = {
     "where": ("_outputs",),
     "leaky_relu": ("inplace",),
 }
-__getattr__, __dir__ = _legacy_facade(__name__, 9, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)
+
+
+def _unused(g):
+    """A missing optional input. Legacy's is an empty ``prim::Constant``; our ``g.op`` takes None
+    for a missing input and ``symbolic_helper._is_none(None)`` is true."""
+    return None
+
+
+# Not conversions: legacy's helpers that have an equivalent here.
+_CONSTANTS = {"unused": _unused}
+__getattr__, __dir__ = _legacy_facade(__name__, 9, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS,
+                                      constants=_CONSTANTS)

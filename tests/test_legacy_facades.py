@@ -39,7 +39,6 @@ LEFT_OUT = {
     (9, "prim_shape"): "prim::shape is answered from the value's shape before any symbolic runs; no conversion",
     (9, "unsupported_complex_operators"): "aten::_conj / conj_physical convert from opset 17 here (complex as a "
                                           "trailing pair, DFT); at opset 9 there is nothing to resolve to",
-    (9, "unused"): "legacy's 'missing optional input' value; our builder takes None for a missing input",
     (9, "wrap_logical_op_with_cast_to"): "a decorator legacy builds its comparison symbolics with, not a conversion",
     (9, "wrap_logical_op_with_negation"): "a decorator legacy builds its comparison symbolics with, not a conversion",
 }
@@ -130,8 +129,8 @@ def test_names_resolve_to_the_builtin_conversion_at_that_opset(opset):
     builtins = {id(fn) for _, _, fn in registry.all_functions()}
     ops = getattr(module, "_OPS", {})
     for name in module.__all__:
-        if not callable(getattr(module, name)):
-            continue  # symbolic_opset16's grid mode tables
+        if name in getattr(module, "_CONSTANTS", {}):
+            continue  # not conversions: symbolic_opset16's grid mode tables, symbolic_opset9.unused
         fn = _conversion(module, name)
         assert id(fn) in builtins, name
         assert registry.builtin_lookup(ops.get(name, f"aten::{name}"), opset) is fn, name
@@ -172,8 +171,9 @@ def _signature_mismatches(opset: int) -> set[str]:
     bad = set()
     for name in ours.__all__:
         if not callable(getattr(ours, name)):
-            continue
-        (t_low, t_high), (o_low, o_high) = _positional_range(getattr(theirs, name)), _positional_range(getattr(ours, name))
+            continue  # symbolic_opset16's grid mode tables
+        t_low, t_high = _positional_range(getattr(theirs, name))
+        o_low, o_high = _positional_range(getattr(ours, name))
         if not (o_low <= t_low and o_high >= t_high):
             bad.add(name)
     return bad
@@ -214,6 +214,13 @@ def _relu_via_opset9(g, self):
     return symbolic_opset9.relu(g, symbolic_opset9.neg(g, self))  # a recognisably different lowering
 
 
+def _relu_as_clip_via_unused(g, self):
+    from torchscript_onnx import symbolic_opset9
+
+    # legacy's way to leave Clip's min input out
+    return g.op("Clip", self, symbolic_opset9.unused(g), g.op("Constant", value_t=torch.tensor(0.5)))
+
+
 def _where_via_opset13(g, condition, self, other):
     from torchscript_onnx import symbolic_opset13
 
@@ -245,6 +252,10 @@ def _neg_relu_eager(x, y):
     return (torch.relu(-x) + y,)
 
 
+def _clip_max_eager(x, y):
+    return (torch.clamp(x, max=0.5) + y,)
+
+
 # (op, custom symbolic, model, opset, eager reference or None for the model itself)
 FACADE_CALLS = [
     ("::add", _add_via_opset11, Add(), 11, None),
@@ -253,12 +264,13 @@ FACADE_CALLS = [
     ("::split", _split_via_opset13, Split(), 18, None),
     ("::relu", _relu_via_opset9, NegRelu(), 9, _neg_relu_eager),
     ("::relu", _relu_via_opset9, NegRelu(), 20, _neg_relu_eager),
+    ("::relu", _relu_as_clip_via_unused, NegRelu(), 11, _clip_max_eager),
     ("::where", _where_via_opset13, Where(), 13, None),
 ]
 
 
 @pytest.mark.parametrize("op, symbolic_fn, model, opset, reference", FACADE_CALLS,
-                         ids=[f"{c[0]}-{c[3]}" for c in FACADE_CALLS])
+                         ids=[f"{c[1].__name__}-{c[3]}" for c in FACADE_CALLS])
 def test_custom_symbolic_calling_a_facade_matches_eager(op, symbolic_fn, model, opset, reference):
     torch.manual_seed(0)
     traced = (torch.randn(2, 3), torch.randn(2, 3))
