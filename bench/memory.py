@@ -1,8 +1,12 @@
 """Peak memory of one export above what the built model already holds, in a fresh process.
 
-    python -m bench.memory --model NAME --exporter ours|legacy|dynamo [--opset N] [--threads T] [--no-warmup]
+    python -m bench.memory --model NAME --exporter ours|legacy|dynamo|forward [--opset N] [--threads T] [--no-warmup]
 
-prints one line ``BENCH_MEMORY {json}``. Steps: import everything, export a tiny model once with
+prints one line ``BENCH_MEMORY {json}``. ``--exporter forward`` is the reference the export is held
+to: one ``with torch.no_grad(): model(*args)``, measured the same way (its warm-up: one no-grad
+forward of the tiny model); ``budget`` gives the budget an export of the model has, that
+reference plus ``BUDGET_WEIGHT_FRACTION`` of the weight bytes. Models: ``bench.models`` (the zoo)
+and ``bench.latency``'s transformers (``bert_base``, ``gpt2``, ...). Steps: import everything, export a tiny model once with
 the same exporter (so lazily imported modules and code pages are not charged to the model), build
 the model, gc, reset the kernel's high-water mark when /proc/self/clear_refs allows it, read the
 baseline RSS, export to a file in a temp dir, read the peak. ``delta = peak - baseline``.
@@ -29,6 +33,52 @@ from bench import exporters, models  # noqa: E402
 
 MARKER = "BENCH_MEMORY "
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The reference measurement: one no-grad forward pass instead of an export.
+FORWARD = "forward"
+# An export may need one no-grad forward pass plus this fraction of the weight bytes above the model.
+BUDGET_WEIGHT_FRACTION = 0.1
+
+
+def budget(forward_delta: int | None, weight_bytes: int | None) -> int | None:
+    """Bytes an export may hold above the built model: one forward pass plus 0.1x the weights."""
+    if forward_delta is None or weight_bytes is None:
+        return None
+    return forward_delta + int(BUDGET_WEIGHT_FRACTION * weight_bytes)
+
+
+def build_model(name: str):
+    """``(model, args)`` for a zoo model (``bench.models``) or one of ``bench.latency``'s."""
+    if name not in models.all_models():
+        from bench import latency
+
+        if name in latency.MODELS:
+            return latency.build(name)
+    return models.build(name)
+
+
+def known_models() -> list[str]:
+    from bench import latency
+
+    return list(models.all_models()) + [n for n in latency.MODELS if n not in models.all_models()]
+
+
+def _forward(model, args) -> None:
+    """One forward pass without autograd, with args as the exporters take them."""
+    import torch
+
+    from torchscript_onnx.capture import call_model, normalize_args
+
+    with torch.no_grad():
+        outputs = call_model(model, normalize_args(model, args, None))
+    del outputs
+
+
+def _run(exporter: str, model, args, path: str, opset: int) -> None:
+    if exporter == FORWARD:
+        with exporters.silenced():
+            _forward(model, args)
+    else:
+        exporters.run(exporter, model, args, path, opset)
 
 
 def _status_kib() -> dict:
@@ -60,9 +110,9 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
     with tempfile.TemporaryDirectory() as tmp:
         if warmup:
             tiny, tiny_args = models.LOCAL_MODELS["tiny_mlp"]()
-            exporters.run(exporter, tiny.eval(), tiny_args, os.path.join(tmp, "warmup.onnx"), opset)
+            _run(exporter, tiny.eval(), tiny_args, os.path.join(tmp, "warmup.onnx"), opset)
             del tiny, tiny_args
-        model, args = models.build(name)
+        model, args = build_model(name)
         weights = models.weight_bytes(model)
         gc.collect()
         reset = _reset_hwm()
@@ -71,7 +121,7 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
         path = os.path.join(tmp, "model.onnx")
         error = None
         try:
-            exporters.run(exporter, model, args, path, opset)
+            _run(exporter, model, args, path, opset)
         except Exception as e:  # noqa: BLE001 - recorded, not hidden
             error = exporters.short_error(e)
         after = _status_kib()
@@ -115,7 +165,7 @@ def main(argv=None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
-    parser.add_argument("--exporter", required=True, choices=sorted(exporters.EXPORTERS))
+    parser.add_argument("--exporter", required=True, choices=sorted(exporters.EXPORTERS) + [FORWARD])
     parser.add_argument("--opset", type=int, default=torchscript_onnx.DEFAULT_OPSET)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--no-warmup", action="store_true")

@@ -195,6 +195,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining)
+    capture_mod.release_free_memory()  # what the traced forward pass freed
     artifacts.step("capture (TorchScript graph)")
     clock.lap("capture", **progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)
@@ -205,6 +206,11 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     graph, ctx = convert(captured, _conversion_options(model, options))
     artifacts.step(f"conversion to ONNX opset {options.opset_version}")
     clock.lap("convert", **progress.graph_counts(graph))
+    n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
+    # Nothing reads the TorchScript graph after conversion: free it (each traced node holds the
+    # text of its Python stack, about 2 KB) before optimisation and the proto need memory.
+    captured.graph = None
+    capture_mod.release_free_memory()
     _check_dynamic_axes(graph, options)
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),
@@ -212,7 +218,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
                  constant_folding=options.do_constant_folding, opset=options.opset_version)
         artifacts.step("optimisation")
         clock.lap("optimize", **progress.graph_counts(graph))
-    input_indices = drop_unused_inputs(graph, len(captured.user_inputs), kept_for_legacy)
+    input_indices = drop_unused_inputs(graph, n_user_inputs, kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:
         from .functions import extract
@@ -221,7 +227,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
                             ctx.custom_domains)
     model_proto = _model_proto(graph, ctx, options, value_info=value_info, metadata_props=metadata_props,
                                node_metadata=NodeMetadata(model) if provenance else None,
-                               doc_string=_doc_string(model, captured.scripted, options.opset_version))
+                               doc_string=_doc_string(model, scripted, options.opset_version))
     from .functions import onnxscript_functions
 
     model_proto.functions.extend(functions + onnxscript_functions(ctx))

@@ -10,7 +10,9 @@ afterwards, also when capture fails.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
+import functools
 import importlib
 import inspect
 from collections.abc import Iterator
@@ -284,9 +286,57 @@ def _check_arity(model, args: tuple) -> None:
         ) from None
 
 
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except Exception:  # noqa: BLE001 - not glibc (or no C library to load): nothing to trim
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def release_free_memory() -> None:
+    """Give the pages of the C heap's free blocks back to the OS (glibc; a no-op elsewhere).
+
+    Freed blocks keep their pages until then: a block the tracer has put one small allocation
+    into no longer fits the next intermediate of the same size, which takes new pages instead.
+    About 0.2 ms a call (GPT-2's heap)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@contextlib.contextmanager
+def _heap_released_around_modules() -> Iterator[None]:
+    """``release_free_memory`` before and after every module call while tracing.
+
+    The tracer keeps small allocations alive for every node it records (the node, its values and
+    types, the text of its source range), made between the model's intermediates; glibc puts them
+    into the blocks freed intermediates left, so each layer's intermediates take new pages and the
+    heap grows by about their size per layer: GPT-2's trace reached 112 MB above the model for a
+    forward pass that needs 26 MB, 38 MB with the free pages given back around each module.
+    Global module hooks do it (they do not change what the trace records)."""
+    if _malloc_trim() is None:
+        yield
+        return
+
+    def release(*_):
+        release_free_memory()
+
+    handles = [torch.nn.modules.module.register_module_forward_pre_hook(release),
+               torch.nn.modules.module.register_module_forward_hook(release)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
-            torch.no_grad():
+            _heap_released_around_modules(), torch.no_grad():
         if _has_packed_params(model):
             # Packed quantized weights are not tensors: tracing cannot pass them as graph inputs.
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.

@@ -7,6 +7,7 @@ attributes ({name: value}) and returns the output tensors; it may return None to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -179,9 +180,51 @@ FOLDERS: dict[str, Callable] = {
 }
 
 
+# Ops whose output has as many elements as their first input.
+_SAME_SIZE = frozenset({
+    "Not", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Identity", "Cast", "Transpose", "Unsqueeze", "Squeeze", "Reshape",
+})
+# Ops whose output has the broadcast shape of their inputs.
+_BROADCAST = frozenset({
+    "Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+    "Max", "Min", "Where",
+})
+
+
+def output_elements(op_type: str, inputs: list, attrs: dict) -> int | None:
+    """The elements the folder of ``op_type`` would return, computed from the input shapes without
+    computing the output; None when that takes more than shapes (or the inputs are invalid: the
+    folder then raises as it would have)."""
+    xs = [x for x in inputs if x is not None]
+    try:
+        if op_type in _SAME_SIZE:
+            return inputs[0].numel()
+        if op_type in _BROADCAST:
+            return math.prod(torch.broadcast_shapes(*(x.shape for x in xs)))
+        if op_type == "Expand":
+            return math.prod(torch.broadcast_shapes(xs[0].shape, tuple(xs[1].tolist())))
+        if op_type == "Concat":
+            return sum(x.numel() for x in xs)
+        if op_type == "ConstantOfShape":
+            return math.prod(xs[0].tolist())
+        if op_type == "Gather":
+            x, indices = xs
+            axis = attrs.get("axis", 0)
+            return math.prod(x.shape[:axis]) * indices.numel() * math.prod(x.shape[axis + 1:])
+    except Exception:  # noqa: BLE001 - the folder reports it
+        return None
+    return None
+
+
 def fold(op_type: str, inputs: list, attrs: dict) -> list[torch.Tensor] | None:
     folder = FOLDERS.get(op_type)
     if folder is None:
+        return None
+    # Decline before computing a result that would be too large to keep (a transposed or cast
+    # weight): computing it only to drop it costs a weight's bytes at the peak, and the allocator
+    # may not give them back.
+    expected = output_elements(op_type, inputs, attrs)
+    if expected is not None and expected > MAX_FOLDED_ELEMENTS:
         return None
     outputs = folder(inputs, attrs)
     if outputs is None or any(t.numel() > MAX_FOLDED_ELEMENTS for t in outputs):

@@ -265,18 +265,47 @@ def _write_raw(stream, field: _Initializer) -> None:
         raise RuntimeError(f"initializer gave {written} bytes, {field.nbytes} expected ({field.tensor!r:.80})")
 
 
+def _is_repeated(field) -> bool:
+    repeated = getattr(field, "is_repeated", None)  # protobuf >= 6; older ones have ``label``
+    return repeated if repeated is not None else field.label == field.LABEL_REPEATED
+
+
+def message_pieces(message, skip: str | None = None) -> Iterator[bytes]:
+    """``message.SerializeToString()`` (less the field named ``skip``) in pieces: one per element
+    of a repeated message field (a node, a value_info), one per other field. Fields come in number
+    order as protobuf writes them, so the pieces concatenate to its bytes; only one piece is in
+    memory at a time, not a copy of the whole graph."""
+    for field, value in message.ListFields():
+        if field.name == skip:
+            continue
+        if _is_repeated(field) and field.type == field.TYPE_MESSAGE:
+            key = _key(field.number)
+            for item in value:
+                data = item.SerializeToString()
+                yield key + _varint(len(data)) + data
+            continue
+        single = type(message)()
+        if _is_repeated(field):
+            getattr(single, field.name).extend(value)
+        elif field.type == field.TYPE_MESSAGE:
+            getattr(single, field.name).CopyFrom(value)
+        else:
+            setattr(single, field.name, value)
+        yield single.SerializeToString()
+
+
 def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list[_Initializer] | None = None) -> None:
     """Write ``model`` (whose graph has no initializers) plus ``graph``'s initializers to ``stream``:
-    inline by default, or as laid out by ``_layout`` (``write_data`` writes the external ones)."""
+    inline by default, or as laid out by ``_layout`` (``write_data`` writes the external ones).
+    Neither the weights nor the rest of the model are ever serialized whole in memory."""
     if initializers is None:
         initializers = _layout(graph, None)
-    graph_bytes = model.graph.SerializeToString()
-    rest = onnx.ModelProto()
-    rest.CopyFrom(model)
-    rest.ClearField("graph")
-    stream.write(rest.SerializeToString())
-    stream.write(_key(_MODEL_GRAPH) + _varint(len(graph_bytes) + sum(field.field_size for field in initializers)))
-    stream.write(graph_bytes)
+    for piece in message_pieces(model, skip="graph"):
+        stream.write(piece)
+    graph_size = model.graph.ByteSize()
+    stream.write(_key(_MODEL_GRAPH) + _varint(graph_size + sum(field.field_size for field in initializers)))
+    for piece in message_pieces(model.graph):
+        stream.write(piece)
     for field in initializers:
         stream.write(field.prefix)
         if field.offset is None:
