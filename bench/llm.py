@@ -16,8 +16,9 @@ step 1 fed back as the pasts of step 2), the max abs difference against PyTorch 
 the median CPU time of ``--ort-runs`` runs (fewer for models over 1 GB).
 
 The parent watches each child's RSS and kills it past ``--mem-cap-gb`` (default: what the machine has
-available when the run starts, less 3 GB), so an exporter that would exhaust the shared machine
-shows as "killed" with the RSS it reached rather than taking other processes down with it.
+available when the run starts, less 3 GB) or when the machine's available memory falls below
+``--min-available-gb`` (default 0.5: other processes grow too), so an export that would exhaust the
+shared machine shows as "killed" with the RSS it reached rather than taking other processes down.
 
 Models:
 - ``llama_1b``: TinyLlama-1.1B's dimensions (hidden 2048, 22 layers, 32 heads, 4 kv heads, intermediate
@@ -313,8 +314,10 @@ def _child_rss(pid) -> int:
     return 0
 
 
-def measure(name, exporter, opset, *, timeout, mem_cap, ort_runs, ort_runs_large, threads) -> dict:
-    """``measure_here`` in a fresh interpreter, killed past ``timeout`` seconds or ``mem_cap`` bytes of RSS."""
+def measure(name, exporter, opset, *, timeout, mem_cap, ort_runs, ort_runs_large, threads,
+            min_available=2**29) -> dict:
+    """``measure_here`` in a fresh interpreter, killed past ``timeout`` seconds or ``mem_cap`` bytes of RSS,
+    or when the machine's available memory falls below ``min_available`` bytes (others' processes too)."""
     cmd = [sys.executable, "-m", "bench.llm", "--one", name, exporter, "--opset", str(opset),
            "--ort-runs", str(ort_runs), "--ort-runs-large", str(ort_runs_large), "--threads", str(threads)]
     env = dict(os.environ)
@@ -327,8 +330,12 @@ def measure(name, exporter, opset, *, timeout, mem_cap, ort_runs, ort_runs_large
         while proc.poll() is None:
             rss = _child_rss(proc.pid)
             watch["max_rss"] = max(watch["max_rss"], rss)
+            available = _available_bytes()
             if rss > mem_cap:
                 watch["killed"] = f"killed: RSS {rss / 2**30:.1f} GB passed the cap of {mem_cap / 2**30:.1f} GB"
+            elif available < min_available:
+                watch["killed"] = (f"killed: the machine's available memory fell to {available / 2**30:.2f} GB "
+                                   f"(floor {min_available / 2**30:.2f} GB) at RSS {rss / 2**30:.1f} GB")
             elif time.perf_counter() - start > timeout:
                 watch["killed"] = f"killed: timed out after {timeout:.0f} s"
             if watch["killed"]:
@@ -403,6 +410,8 @@ def main(argv=None) -> list:
     parser.add_argument("--opset", type=int, default=18)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per (model, exporter)")
     parser.add_argument("--mem-cap-gb", type=float, default=None)
+    parser.add_argument("--min-available-gb", type=float, default=0.5,
+                        help="kill the child when the machine's MemAvailable falls below this")
     parser.add_argument("--ort-runs", type=int, default=20)
     parser.add_argument("--ort-runs-large", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads in each child (0: torch's default)")
@@ -428,7 +437,8 @@ def main(argv=None) -> list:
         for exporter in chosen:
             print(f"{name} / {exporter} ...", file=sys.stderr, flush=True)
             record = measure(name, exporter, ns.opset, timeout=ns.timeout, mem_cap=cap, ort_runs=ns.ort_runs,
-                             ort_runs_large=ns.ort_runs_large, threads=ns.threads)
+                             ort_runs_large=ns.ort_runs_large, threads=ns.threads,
+                             min_available=ns.min_available_gb * 2**30)
             records.append(record)
             print(json.dumps(record), file=sys.stderr, flush=True)
             with open(os.path.join(ns.out_dir, "llm.json"), "w") as f:
