@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -308,6 +309,9 @@ def release_free_memory() -> None:
         trim(0)
 
 
+_TRIM_INTERVAL_S = 0.005
+
+
 @contextlib.contextmanager
 def _heap_released_around_modules() -> Iterator[None]:
     """``release_free_memory`` before and after every module call while tracing.
@@ -322,8 +326,16 @@ def _heap_released_around_modules() -> Iterator[None]:
         yield
         return
 
+    # A trim costs ~0.2 ms; around every call of a model of small modules (DenseNet-121: 860 calls)
+    # that was 40% of the export's time. Once per few milliseconds of tracing keeps the gain on
+    # layers that allocate (a transformer block) at a small fraction of that cost.
+    last = [0.0]
+
     def release(*_):
-        release_free_memory()
+        now = time.perf_counter()
+        if now - last[0] >= _TRIM_INTERVAL_S:
+            release_free_memory()
+            last[0] = time.perf_counter()
 
     handles = [torch.nn.modules.module.register_module_forward_pre_hook(release),
                torch.nn.modules.module.register_module_forward_hook(release)]
