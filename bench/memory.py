@@ -106,6 +106,7 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
     import onnx  # noqa: F401
     import torch.onnx  # noqa: F401
     import torchscript_onnx  # noqa: F401
+    from torchscript_onnx.capture import release_free_memory
 
     with tempfile.TemporaryDirectory() as tmp:
         if warmup:
@@ -115,6 +116,10 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
         model, args = build_model(name)
         weights = models.weight_bytes(model)
         gc.collect()
+        # Our capture gives free heap pages back to the OS (glibc malloc_trim); do it here too, for
+        # every exporter, so pages freed while building the model are not counted as the export's gain
+        # (the delta could go below zero).
+        release_free_memory()
         reset = _reset_hwm()
         before = _status_kib()
         maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
