@@ -53,6 +53,8 @@ if __package__ in (None, ""):
 
 import torch  # noqa: E402
 
+from bench.memory import _reset_hwm, _status_kib  # noqa: E402 - the same RSS method
+
 MARKER = "BENCH_LLM "
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -166,25 +168,6 @@ def _export(exporter, module, args, path, opset, kwargs):
                 shapes = (*shapes[:3], shapes[3:])
             rest = {k: v for k, v in kwargs.items() if k != "dynamic_axes"}
             torch.onnx.export(module, args, path, opset_version=opset, dynamo=True, dynamic_shapes=shapes, **rest)
-
-
-def _status_kib() -> dict:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(rest.split()[0])
-    return out
-
-
-def _reset_hwm() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return False
-    return True
 
 
 def _numpy(t):
