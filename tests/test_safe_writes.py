@@ -134,9 +134,8 @@ def test_a_new_file_gets_the_mode_open_gives(mask, tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "m.onnx").st_mode) == stat.S_IMODE(os.stat(tmp_path / "by_open").st_mode)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="setting the case up needs root: only root can give a file to another user")
 def test_an_existing_files_owner_is_kept(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("setting the case up needs root: only root can give a file to another user")
     path = tmp_path / "m.onnx"
     path.write_bytes(b"old")
     os.chown(path, 65534, 65534)
@@ -156,12 +155,14 @@ def _device(tmp_path, name: str, minor: int) -> str:
         os.mknod(copy, stat.S_IFCHR | 0o666, os.makedev(1, minor))
         return os.fspath(copy)
     except (OSError, AttributeError):
-        system = f"/dev/{name}"
-        if not os.path.exists(system):
-            pytest.skip(f"{system} does not exist on this platform")
-        return system
+        return f"/dev/{name}"
 
 
+def _needs_dev(name: str):
+    return pytest.mark.skipif(not os.path.exists(f"/dev/{name}"), reason=f"no /dev/{name} on this platform")
+
+
+@_needs_dev("null")
 def test_dev_null_is_written_in_place(tmp_path):
     null = _device(tmp_path, "null", 3)
     model, inputs, _ = _model()
@@ -170,6 +171,7 @@ def test_dev_null_is_written_in_place(tmp_path):
     assert _temps(os.path.dirname(null)) == []
 
 
+@_needs_dev("full")
 def test_dev_full_is_a_clear_error_and_stays_a_device(tmp_path):
     full = _device(tmp_path, "full", 7)
     model, inputs, _ = _model()
@@ -181,9 +183,8 @@ def test_dev_full_is_a_clear_error_and_stays_a_device(tmp_path):
     assert _temps(os.path.dirname(full)) == []
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
 def test_a_fifo_is_written_in_place(tmp_path):
-    if not hasattr(os, "mkfifo"):
-        pytest.skip("no named pipes on this platform")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     received = []
@@ -208,11 +209,10 @@ STDOUT_CHILD = textwrap.dedent("""
 """)
 
 
+@_needs_dev("stdout")
 @pytest.mark.parametrize("stdout_is", ["pipe", "file"])
 def test_dev_stdout_is_written_in_place(stdout_is, tmp_path):
     """/dev/stdout links to the descriptor's pipe or file: the model goes there, as open() sends it."""
-    if not os.path.exists("/dev/stdout"):
-        pytest.skip("no /dev/stdout on this platform")
     command = [sys.executable, "-c", STDOUT_CHILD.format(repo=REPO)]
     if stdout_is == "pipe":
         child = subprocess.run(command, capture_output=True, timeout=300)

@@ -76,16 +76,19 @@ class QuantizedTransposed(nn.Module):
         return self.conv(torch.quantize_per_tensor(x, 0.5, 128, torch.quint8)).dequantize()
 
 
+HAS_FBGEMM = "fbgemm" in torch.backends.quantized.supported_engines
+needs_fbgemm = pytest.mark.skipif(not HAS_FBGEMM, reason="this torch build has no fbgemm quantized engine")
+
+
 @pytest.fixture
 def fbgemm():
     previous = torch.backends.quantized.engine
-    if "fbgemm" not in torch.backends.quantized.supported_engines:
-        pytest.skip("this torch build has no fbgemm quantized engine")
     torch.backends.quantized.engine = "fbgemm"
     yield
     torch.backends.quantized.engine = previous
 
 
+@needs_fbgemm
 @pytest.mark.parametrize("opset", [10, 13, MAX_OPSET])
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no_bias"])
 def test_quantized_output_padding_past_the_stride(fbgemm, opset, with_bias):
