@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Graph, Node, Value
-from .subgraphs import subgraph_references
+from .bypass import bypass
 
 # op type -> (neutral element, the operand positions it may take, integers only)
 NEUTRAL_OPERANDS = {
@@ -72,18 +72,4 @@ def neutral_input(graph: Graph, node: Node) -> Value | None:
 
 class RemoveNoopArithmetic:
     def run(self, graph: Graph) -> bool:
-        replace: dict[int, Value] = {}
-        pinned = {id(v) for v in graph.outputs}
-        inner = subgraph_references(graph)
-        kept: list[Node] = []
-        for node in graph.nodes:
-            node.inputs = [replace.get(id(v), v) if v is not None else None for v in node.inputs]
-            out = node.outputs[0] if node.outputs else None
-            source = None if out is None or id(out) in pinned or out.name in inner else neutral_input(graph, node)
-            if source is None:
-                kept.append(node)
-                continue
-            replace[id(out)] = source
-        changed = len(kept) != len(graph.nodes)
-        graph.nodes = kept
-        return changed
+        return bypass(graph, neutral_input)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..ir import Graph, Node
-from .subgraphs import subgraph_references
+from .bypass import bypass
 
 
 def _target(graph: Graph, node: Node):
@@ -51,17 +51,4 @@ def is_noop(graph: Graph, node: Node) -> bool:
 
 class RemoveNoopReshape:
     def run(self, graph: Graph) -> bool:
-        replace: dict[int, object] = {}
-        pinned = {id(v) for v in graph.outputs}
-        inner = subgraph_references(graph)
-        kept: list[Node] = []
-        for node in graph.nodes:
-            node.inputs = [replace.get(id(v), v) if v is not None else None for v in node.inputs]
-            out = node.outputs[0] if node.outputs else None
-            if out is None or id(out) in pinned or out.name in inner or not is_noop(graph, node):
-                kept.append(node)
-                continue
-            replace[id(out)] = node.inputs[0]
-        changed = len(kept) != len(graph.nodes)
-        graph.nodes = kept
-        return changed
+        return bypass(graph, lambda g, node: node.inputs[0] if is_noop(g, node) else None)
