@@ -164,7 +164,8 @@ def legacy_facade(module: str, opset: int, names: Iterable[str], ops: Mapping[st
     """``__getattr__`` and ``__dir__`` for ``symbolic_opsetN``, the legacy facade of opset ``opset``.
 
     Each of ``names`` (the public names of the legacy exporter's ``symbolic_opsetN``) resolves, when
-    read, to the built-in conversion at ``opset`` of ``ops.get(name, "aten::" + name)``, or to
+    read, to the built-in conversion at ``opset`` of ``ops.get(name)`` (by default ``quantized_X`` is
+    ``quantized::X`` and any other name ``aten::<name>``, as legacy names them), or to
     ``constants[name]``; nothing else is public.
     ``legacy_extras[name]`` lists trailing parameters legacy's function has and ours does not
     (``_outputs``, ``out``: plumbing without meaning here); the facade accepts and drops them.
@@ -177,7 +178,7 @@ def legacy_facade(module: str, opset: int, names: Iterable[str], ops: Mapping[st
         if name in public:
             if name in constants:
                 return constants[name]
-            fn = builtin_lookup(ops.get(name, f"aten::{name}"), opset)
+            fn = builtin_lookup(ops.get(name) or legacy_op_name(name), opset)
             if fn is not None:
                 return _accepting(fn, legacy_extras[name]) if name in legacy_extras else fn
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
@@ -188,6 +189,13 @@ def legacy_facade(module: str, opset: int, names: Iterable[str], ops: Mapping[st
         return sorted(public | {n for n in namespace if n.startswith("__")})
 
     return __getattr__, __dir__
+
+
+def legacy_op_name(name: str) -> str:
+    """The op a legacy facade's function name converts: ``quantized_conv2d`` -> ``quantized::conv2d``."""
+    if name.startswith("quantized_"):
+        return "quantized::" + name[len("quantized_"):]
+    return f"aten::{name}"
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,32 +23,8 @@ __all__ = [
     "quantized_layer_norm", "quantized_leaky_relu", "quantized_linear", "quantized_linear_relu",
     "quantized_mul", "quantized_sigmoid", "slice", "sort", "topk",
 ]
-# Names that are not ``aten::<name>``.
-_OPS = {
-    "quantized_add": "quantized::add",
-    "quantized_add_relu": "quantized::add_relu",
-    "quantized_cat": "quantized::cat",
-    "quantized_conv1d": "quantized::conv1d",
-    "quantized_conv1d_relu": "quantized::conv1d_relu",
-    "quantized_conv2d": "quantized::conv2d",
-    "quantized_conv2d_relu": "quantized::conv2d_relu",
-    "quantized_conv3d": "quantized::conv3d",
-    "quantized_conv3d_relu": "quantized::conv3d_relu",
-    "quantized_conv_transpose1d": "quantized::conv_transpose1d",
-    "quantized_conv_transpose2d": "quantized::conv_transpose2d",
-    "quantized_conv_transpose3d": "quantized::conv_transpose3d",
-    "quantized_group_norm": "quantized::group_norm",
-    "quantized_hardswish": "quantized::hardswish",
-    "quantized_instance_norm": "quantized::instance_norm",
-    "quantized_layer_norm": "quantized::layer_norm",
-    "quantized_leaky_relu": "quantized::leaky_relu",
-    "quantized_linear": "quantized::linear",
-    "quantized_linear_relu": "quantized::linear_relu",
-    "quantized_mul": "quantized::mul",
-    "quantized_sigmoid": "quantized::sigmoid",
-}
 # Trailing parameters legacy's function has and ours does not need (accepted, dropped).
 _LEGACY_EXTRAS = {
     "topk": ("out",),
 }
-__getattr__, __dir__ = _legacy_facade(__name__, 10, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)
+__getattr__, __dir__ = _legacy_facade(__name__, 10, __all__, legacy_extras=_LEGACY_EXTRAS)

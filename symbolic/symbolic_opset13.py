@@ -19,20 +19,6 @@ __all__ = [
     "repeat_interleave", "softmax", "split", "split_with_sizes", "tensor_split", "tile", "unbind",
     "unflatten", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "where",
 ]
-# Names that are not ``aten::<name>``.
-_OPS = {
-    "quantized_conv1d": "quantized::conv1d",
-    "quantized_conv1d_relu": "quantized::conv1d_relu",
-    "quantized_conv2d": "quantized::conv2d",
-    "quantized_conv2d_relu": "quantized::conv2d_relu",
-    "quantized_conv3d": "quantized::conv3d",
-    "quantized_conv3d_relu": "quantized::conv3d_relu",
-    "quantized_conv_transpose1d": "quantized::conv_transpose1d",
-    "quantized_conv_transpose2d": "quantized::conv_transpose2d",
-    "quantized_conv_transpose3d": "quantized::conv_transpose3d",
-    "quantized_linear": "quantized::linear",
-    "quantized_linear_relu": "quantized::linear_relu",
-}
 # Trailing parameters legacy's function has and ours does not need (accepted, dropped).
 _LEGACY_EXTRAS = {
     "nonzero_numpy": ("_outputs",),
@@ -45,4 +31,4 @@ _LEGACY_EXTRAS = {
     "unsafe_split_with_sizes": ("_outputs",),
     "where": ("_outputs",),
 }
-__getattr__, __dir__ = _legacy_facade(__name__, 13, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)
+__getattr__, __dir__ = _legacy_facade(__name__, 13, __all__, legacy_extras=_LEGACY_EXTRAS)

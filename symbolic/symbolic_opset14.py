@@ -17,13 +17,9 @@ __all__ = [
     "batch_norm", "hardswish", "quantized_hardswish", "reshape", "scaled_dot_product_attention", "tril",
     "triu",
 ]
-# Names that are not ``aten::<name>``.
-_OPS = {
-    "quantized_hardswish": "quantized::hardswish",
-}
 # Trailing parameters legacy's function has and ours does not need (accepted, dropped).
 _LEGACY_EXTRAS = {
     "tril": ("out",),
     "triu": ("out",),
 }
-__getattr__, __dir__ = _legacy_facade(__name__, 14, __all__, ops=_OPS, legacy_extras=_LEGACY_EXTRAS)
+__getattr__, __dir__ = _legacy_facade(__name__, 14, __all__, legacy_extras=_LEGACY_EXTRAS)

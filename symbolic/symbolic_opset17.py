@@ -18,8 +18,4 @@ from .registry import legacy_facade as _legacy_facade
 __all__ = [
     "layer_norm", "quantized_layer_norm", "stft",
 ]
-# Names that are not ``aten::<name>``.
-_OPS = {
-    "quantized_layer_norm": "quantized::layer_norm",
-}
-__getattr__, __dir__ = _legacy_facade(__name__, 17, __all__, ops=_OPS)
+__getattr__, __dir__ = _legacy_facade(__name__, 17, __all__)

@@ -133,7 +133,7 @@ def test_names_resolve_to_the_builtin_conversion_at_that_opset(opset):
             continue  # not conversions: symbolic_opset16's grid mode tables, symbolic_opset9.unused
         fn = _conversion(module, name)
         assert id(fn) in builtins, name
-        assert registry.builtin_lookup(ops.get(name, f"aten::{name}"), opset) is fn, name
+        assert registry.builtin_lookup(ops.get(name) or registry.legacy_op_name(name), opset) is fn, name
 
 
 def test_names_follow_the_opset():
