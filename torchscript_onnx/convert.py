@@ -68,7 +68,20 @@ def _source_from_range(text: str) -> str:
     return f"{frames[0][0]}:{frames[0][1]}"
 
 
-def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedOp]:
+def node_scope(node: torch._C.Node, scripted_scopes: dict | None = None) -> tuple[str, str]:
+    """A JIT node's (TorchScript scope name, module path ``/b/lin``). A traced node's scope is the
+    tracer's. A scripted graph's nodes are clones of compiled code that carry whatever scope was
+    current where that code was first compiled or cloned (a module another model traced, so
+    ``/linear`` for every ``nn.Linear``): their path is the one capture's inlining recorded
+    (``scripted_scopes``), and their scope name is ignored."""
+    if scripted_scopes is not None:
+        return "", scripted_scopes.get(node, "")
+    scope_name = node.scopeName()
+    return scope_name, scope_path(scope_name)
+
+
+def find_unsupported(jit_graph: torch._C.Graph, opset: int,
+                     scripted_scopes: dict | None = None) -> list[UnsupportedOp]:
     missing: dict[str, UnsupportedOp] = {}
     supported: dict[str, bool] = {}
     for node in jit_walk.all_nodes(jit_graph):
@@ -81,7 +94,7 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int) -> list[UnsupportedO
         op = missing.get(kind)
         if op is None:
             op = missing[kind] = UnsupportedOp(kind, opset, registry.lowest_supporting_opset(kind))
-        op.occurrences.append((scope_path(node.scopeName()), source_of(node)))
+        op.occurrences.append((node_scope(node, scripted_scopes)[1], source_of(node)))
     return list(missing.values())
 
 
@@ -179,6 +192,7 @@ class Converter:
         # its own copy of the Python stack (about 2 KB), and the nodes of a repeated layer all
         # carry the same one (DenseNet-121: 3,373 nodes, 21 distinct texts, 6.6 MB of copies).
         self._texts: dict[str, str] = {}
+        self._scripted_scopes = captured.scopes if captured.scripted else None
         from symbolic.opset9 import prim  # noqa: PLC0415 - the symbolics import this package
 
         self._plumbing = (prim.prim_constant, prim.prim_list_construct)
@@ -268,7 +282,8 @@ class Converter:
     # -- nodes -------------------------------------------------------------------------------
 
     def check_supported(self) -> None:
-        missing = [op for op in find_unsupported(self.captured.graph, self.options.opset_version)
+        missing = [op for op in find_unsupported(self.captured.graph, self.options.opset_version,
+                                                 self._scripted_scopes)
                    if self.fallback(op.name, None) is None]
         if missing and self.issues is not None:
             self.unsupported = missing
@@ -382,8 +397,7 @@ class Converter:
                     self.not_reached.append(kind)
                 else:
                     self.issues.append(ConversionIssue.from_error(
-                        error, kind, opset, scope_path(node.scopeName()) or self.captured.scopes.get(node, ""),
-                        source_of(node)))
+                        error, kind, opset, node_scope(node, self._scripted_scopes)[1], source_of(node)))
         if failed:
             self._failures += 1
             for jit_value in jit_walk.outputs(node):
@@ -416,10 +430,10 @@ class Converter:
         if fn in self._plumbing and ctx.parent is None and self._convert_plumbing(node, fn, inputs):
             return
         ctx.original_node = node
-        scope_name, source_range = node.scopeName(), node.sourceRange()
+        scope_name, ctx.scope = node_scope(node, self._scripted_scopes)
+        source_range = node.sourceRange()
         scope_name = self._texts.setdefault(scope_name, scope_name)
         source_range = self._texts.setdefault(source_range, source_range)
-        ctx.scope = scope_path(scope_name) or self.captured.scopes.get(node, "")
         ctx.source = _source_from_range(source_range)
         # one Origin per JIT node, shared by the ONNX nodes its conversion emits (their metadata_props)
         ctx.origin = Origin(kind, scope_name, ctx.scope, source_range)
