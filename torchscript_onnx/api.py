@@ -197,15 +197,15 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     captured = capture_mod.capture(model, args, options.training, inlining)
     capture_mod.release_free_memory()  # what the traced forward pass freed
     artifacts.step("capture (TorchScript graph)")
-    clock.lap("capture", **progress.jit_counts(captured))
+    clock.lap("capture", lambda: progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)
     prepare(captured.graph)
-    clock.lap("prepare", nodes=progress.jit_counts(captured)["nodes"])
+    clock.lap("prepare", lambda: {"nodes": progress.jit_counts(captured)["nodes"]})
     artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))
     artifacts.step(f"conversion to ONNX opset {options.opset_version}")
-    clock.lap("convert", **progress.graph_counts(graph))
+    clock.lap("convert", lambda: progress.graph_counts(graph))
     n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
     # Nothing reads the TorchScript graph after conversion: free it (each traced node holds the
     # text of its Python stack, about 2 KB) before optimisation and the proto need memory.
@@ -217,7 +217,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
                  constant_folding=options.do_constant_folding, opset=options.opset_version)
         artifacts.step("optimisation")
-        clock.lap("optimize", **progress.graph_counts(graph))
+        clock.lap("optimize", lambda: progress.graph_counts(graph))
     input_indices = drop_unused_inputs(graph, n_user_inputs, kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 
 logger = logging.getLogger("torchscript_onnx")
 
@@ -83,13 +84,17 @@ class Progress:
     def level(self) -> int:
         return logging.INFO if time.perf_counter() - self.start >= self.slow_seconds else logging.DEBUG
 
-    def lap(self, stage: str, **counts) -> float:
-        """Log ``stage`` as done, with the time since the previous lap and ``counts``; returns that time."""
+    def lap(self, stage: str, counted: Callable[[], dict] | None = None, **counts) -> float:
+        """Log ``stage`` as done, with the time since the previous lap and ``counts`` (plus what
+        ``counted()`` returns: counting a graph's nodes walks it, so only a log line pays for it);
+        returns that time."""
         now = time.perf_counter()
         seconds, self.last = now - self.last, now
         self.laps.append((stage, seconds))
         level = self.level()
         if logger.isEnabledFor(level):
+            if counted is not None:
+                counts = {**counted(), **counts}
             detail = _counts_text(counts)
             logger.log(level, "%s: %.2f s%s", stage, seconds, f"; {detail}" if detail else "",
                        extra={"stage": stage, "seconds": seconds, "counts": counts})

@@ -723,5 +723,8 @@ def save(model: onnx.ModelProto, graph: Graph, f, external_data: bool | None = N
         write_model(model, graph, f)
         written, where = size, f"a {type(f).__name__}"
     if stage is not None:
-        counts = progress.graph_counts(graph)
-        stage.lap("write", nodes=counts["nodes"], initializers=counts["initializers"], bytes=written, to=where)
+        def counted() -> dict:
+            counts = progress.graph_counts(graph)
+            return {"nodes": counts["nodes"], "initializers": counts["initializers"]}
+
+        stage.lap("write", counted, bytes=written, to=where)
