@@ -30,9 +30,9 @@ from bench import models  # noqa: E402
 
 PHASES = [  # (module, function, label)
     ("torchscript_onnx.capture", "_capture_trace", "trace"),
-    ("torchscript_onnx.capture", "inline_autograd_functions", "inline_autograd"),
+    ("torchscript_onnx.capture", "inline_autograd_functions", "inline_autograd"),  # as capture imports it
     ("torchscript_onnx.api", "capture_mod.capture", "capture"),
-    ("torchscript_onnx.prepare", "remove_inplace_views", "prepare_inplace"),
+    ("torchscript_onnx.prepare", "remove_inplace_views", "prepare_inplace"),  # as prepare() finds it
     ("torchscript_onnx.api", "prepare", "prepare"),
     ("torchscript_onnx.api", "convert", "convert"),
     ("torchscript_onnx.api", "optimize", "optimize"),

@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 
-from . import jit_walk
-from .attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
-from .mutation import LIST_MUTATORS, iter_nodes, mutated_input
 from .options import TrainingMode
+from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
+from .prepare.autograd import inline_autograd_functions
+from .prepare.script import fold_attribute_reads, inline_functions, inline_methods, specialize
+from .scopes import scope_atom
 
 _in_export = False
 
@@ -111,7 +112,7 @@ def _export_flags(model) -> Iterator[None]:
         torch_globals.in_onnx_export = True
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.jit.ScriptModule):
         torch.jit._trace._trace_module_map = {
-            m: f"{torch.typename(type(m))}::{_unqualified(name)}" for name, m in model.named_modules()
+            m: f"{torch.typename(type(m))}::{scope_atom(name)}" for name, m in model.named_modules()
         }
     previous_fastpath = _no_transformer_fast_path()
     try:
@@ -144,14 +145,6 @@ def _torch_export_globals():
         return importlib.import_module("torch.onnx._internal.torchscript_exporter._globals").GLOBALS  # in_onnx_export
     except (ImportError, AttributeError):
         return None
-
-
-def _unqualified(name: str) -> str:
-    atoms = name.split(".")
-    for i in range(len(atoms) - 1, -1, -1):
-        if not atoms[i].isnumeric():
-            return ".".join(atoms[i:])
-    return name
 
 
 def normalize_args(model, args, kwargs) -> tuple:
@@ -371,35 +364,6 @@ def _has_packed_params(model) -> bool:
                for m in model.modules())
 
 
-def inline_autograd_functions(graph: torch._C.Graph) -> None:
-    """Replace each traced ``torch.autograd.Function`` call (a ``prim::PythonOp`` carrying the
-    ops its forward ran as a ``Subgraph``) by those ops, as the legacy ``autograd_inlining=True``
-    does. Functions nested inside a Function are inlined too; Functions with a ``symbolic``
-    staticmethod are left for it (symbolic/opset9/autograd.py)."""
-    while True:
-        calls = [n for n in iter_nodes(graph.block()) if n.kind() == "prim::PythonOp"
-                 and "Subgraph" in n.attributeNames() and not _has_symbolic(n)]
-        if not calls:
-            return
-        for node in calls:
-            body = node.g("Subgraph")
-            outputs = list(node.outputs())
-            if len(list(body.outputs())) != len(outputs):
-                continue  # not a plain forward trace; left for the converter to report
-            with graph.insert_point_guard(node):  # nested blocks belong to the same graph
-                inlined = graph.insertGraph(body, list(node.inputs()))
-            for old, new in zip(outputs, inlined):
-                new.setType(old.type())
-                old.replaceAllUsesWith(new)
-            node.destroy()
-
-
-def _has_symbolic(node) -> bool:
-    """A Function with a ``symbolic`` staticmethod is converted by it, as in legacy."""
-    apply = node.pyobj()
-    return hasattr(getattr(apply, "__self__", None), "symbolic")
-
-
 def _capture_trace(model, args: tuple) -> Captured:
     prev_cache = torch.is_autocast_cache_enabled()
     torch.set_autocast_cache_enabled(False)  # the cache would turn weights into constants
@@ -458,8 +422,8 @@ def _capture_script(model, args: tuple) -> Captured:
         graph = model.graph.copy()
         module, names = None, {}
         inputs = list(graph.inputs())
-    scopes = _inline_methods(graph, module) if module is not None else {}
-    _inline_functions(graph, scopes)
+    scopes = inline_methods(graph, module) if module is not None else {}
+    inline_functions(graph, scopes)
     written = lower_attribute_writes(graph) if module is not None else set()
     if module is not None:
         tuple_attributes_to_constants(graph, module)
@@ -484,157 +448,10 @@ def _capture_script(model, args: tuple) -> Captured:
         raise TypeError(
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
         )
-    _specialize(graph, inputs, flat)
+    specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
                     example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args, written),
                     scopes=scopes)
-
-
-# Attribute values read as constants of the graph, as freezing the module makes them.
-_FOLDED_SCALARS = (bool, int, float, str)
-
-
-def fold_attribute_reads(graph: torch._C.Graph, module, written=()) -> int:
-    """Each read of a plain module attribute (a bool, int, float, str, None, or a list of such
-    scalars) that the forward never writes becomes a constant of its value now, in the mode export
-    set (``self.training`` included), as legacy's freezing of the module makes it. Constant
-    propagation then drops the branches those values decide (``F.interpolate`` with
-    ``mode=self.mode``: the antialias and lanczos paths). Tensors, parameters and buffers keep
-    their reads (and so their initializer names); a list that the graph may change or let escape
-    stays a read. Returns how many reads were folded."""
-    self_value = next(graph.inputs())
-    reads: dict[tuple, list] = {}
-    for node in iter_nodes(graph):
-        if node.kind() == "prim::GetAttr":
-            key = _attribute_key(node.outputsAt(0), self_value)
-            if key is not None and key not in written:
-                reads.setdefault(key, []).append(node)
-    folded = 0
-    for key, nodes in reads.items():
-        value = module
-        for name in key:
-            value = getattr(value, name)
-        if not _plain_value(value) or isinstance(value, list) and not all(_list_read_only(n) for n in nodes):
-            continue
-        for node in nodes:
-            read = node.outputsAt(0)
-            with graph.insert_point_guard(node):
-                constant = graph.insertConstant(value)
-            if value is None:
-                constant.setType(read.type())
-            elif not constant.type().isSubtypeOf(read.type()):  # a list of another element type
-                constant.node().destroy()
-                continue
-            if not read.debugName().isdigit():  # self.mode, as freezing names it
-                constant.setDebugName(read.debugName())
-            read.replaceAllUsesWith(constant)
-            node.destroy()
-            folded += 1
-    return folded
-
-
-def _attribute_key(value, self_value) -> tuple | None:
-    """The attribute names from ``self`` to ``value`` (("inner", "mode")), or None."""
-    names = []
-    while value != self_value:
-        if value.node().kind() != "prim::GetAttr":
-            return None
-        names.append(value.node().s("name"))
-        value = value.node().inputsAt(0)
-    return tuple(reversed(names))
-
-
-def _plain_value(value) -> bool:
-    if value is None or isinstance(value, _FOLDED_SCALARS):
-        return True
-    return isinstance(value, list) and bool(value) and all(type(v) is type(value[0]) for v in value) \
-        and isinstance(value[0], _FOLDED_SCALARS)
-
-
-def _list_read_only(read: torch._C.Node) -> bool:
-    """Whether every use of a list attribute's read only reads it: no mutator (``append``,
-    ``l[0] = ...``) and nothing it could escape into and be changed through."""
-    escapes = {"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct", "prim::SetAttr"}
-    value = read.outputsAt(0)
-    for use in value.uses():
-        user = use.user
-        if user.kind() in escapes or mutated_input(user) == value or user.kind() in LIST_MUTATORS:
-            return False
-    return True
-
-
-def _inline_methods(graph: torch._C.Graph, module) -> dict:
-    """Inline the submodule method calls of a scripted forward, returning each inlined node's module
-    scope (``/b/lin``, as traced): torch's inliner keeps no scope, and node names and local functions need one."""
-    scopes: dict[torch._C.Node, str] = {}
-    self_value = next(graph.inputs())
-
-    def submodule_path(value) -> list[str] | None:
-        """The attribute names from ``self`` to the module ``value`` holds, or None."""
-        names = []
-        while value is not self_value:
-            if value.node().kind() != "prim::GetAttr":
-                return None
-            names.append(value.node().s("name"))
-            value = value.node().inputsAt(0)
-        return names[::-1]
-
-    pending = [n for n in iter_nodes(graph) if n.kind() == "prim::CallMethod"]
-    while pending:  # calls inside a method appear once it is inlined: they join the worklist
-        call = pending.pop()
-        path = submodule_path(call.inputsAt(0))
-        if path is None:
-            continue
-        target = module
-        for name in path:
-            target = getattr(target, name)
-        anchor = call.prev()
-        with graph.insert_point_guard(call):
-            outputs = graph.insertGraph(target._c._get_method(call.s("name")).graph, list(call.inputs()))
-        node, scope = call.prev(), "".join("/" + _unqualified(".".join(path[:k + 1])) for k in range(len(path)))
-        inserted = _inserted(node, anchor)
-        made = set(inserted)
-        for old, new in zip(call.outputs(), outputs):
-            old.replaceAllUsesWith(new)
-            # The caller's name for the result (z = self.linear(x)) names it, as torch's inliner
-            # does: the legacy exporter names graph outputs by it.
-            if not old.debugName().isdigit() and new.node() in made:
-                new.setDebugName(old.debugName())
-        # atoms as traced scopes spell them (/layer1/layer1.0/conv1); self.helper() calls: ""
-        call.destroy()
-        for inner in inserted:
-            scopes[inner] = scope
-            if inner.kind() == "prim::CallMethod":
-                pending.append(inner)
-    return scopes
-
-
-def _inserted(last: torch._C.Node, stop: torch._C.Node) -> list:
-    """The nodes from ``last`` back to (not including) ``stop``, with the nodes nested in them:
-    what an inliner put between ``stop`` and the node after ``last``."""
-    found = []
-    while last != stop:
-        found.append(last)
-        found += [n for block in jit_walk.blocks(last) for n in iter_nodes(block)]
-        last = last.prev()
-    return found
-
-
-def _inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
-    """torch's inliner for the scripted function calls left (``F.relu`` in ``nn.ReLU.forward``),
-    each call's scope passed on to what it inlines: markers around each call find those nodes."""
-    marked = []
-    for call in [n for n in iter_nodes(graph) if n.kind() == "prim::CallFunction" and scopes.get(n)]:
-        begin, end = graph.create("prim::Constant"), graph.create("prim::Constant")
-        begin.insertBefore(call)
-        end.insertAfter(call)
-        marked.append((begin, end, scopes[call]))
-    torch._C._jit_pass_inline(graph)
-    for begin, end, scope in marked:
-        for inner in _inserted(end.prev(), begin):
-            scopes[inner] = scopes.get(inner) or scope
-        begin.destroy()
-        end.destroy()
 
 
 def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, int] | None]:
@@ -700,17 +517,3 @@ def _bind_constant(graph: torch._C.Graph, value: torch._C.Value, constant_value)
 def _bind_default(graph: torch._C.Graph, value: torch._C.Value, argument) -> None:
     """A trailing argument the example args leave out takes its default, as in a call."""
     _bind_constant(graph, value, argument.default_value)
-
-
-def _specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
-    """Stamp each tensor input's dtype and rank (not its sizes, which may be dynamic) from the
-    example args, then fold what that decides: ``x.dim() == 3`` checks, ``is None`` on values that
-    are not Optional, and the branches they guard (nn.LSTM's argument checks and tuple branches)."""
-    for value, example in zip(inputs, examples):
-        if isinstance(example, torch.Tensor) and isinstance(value.type(), torch._C.TensorType):
-            typed = torch._C.TensorType.create_from_tensor(example)
-            value.setType(typed.with_sizes([None] * example.dim()))
-    torch._C._jit_pass_peephole(graph, True)
-    torch._C._jit_pass_constant_propagation(graph)
-    torch._C._jit_pass_dce(graph)
-

@@ -1,6 +1,6 @@
 """What scripted code mutates. TorchScript is not SSA: ``l.append(x)`` or ``acc.add_(x)`` in a loop
 body changes a value defined outside it, for the next iteration and after the loop. The converter
-rebinds such values and carries them through If/Loop; prepare_inplace adds writes through views.
+rebinds such values and carries them through If/Loop; prepare/inplace.py adds writes through views.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import re
 import onnx
 import torch
 
-from .capture import _unqualified
+from .scopes import scope_atom
 from .ir import Node, Origin
 
 NAMESPACE = "namespace"
@@ -198,7 +198,7 @@ class NodeMetadata:
             self._by_atom = {}
             for name, module in self._root.named_modules():
                 if name:
-                    self._by_atom.setdefault(_unqualified(name), []).append(name)
+                    self._by_atom.setdefault(scope_atom(name), []).append(name)
                     self._modules[name] = module
         candidates = [name for name in self._by_atom.get(atom, ()) if not parent or name.startswith(parent + ".")]
         return candidates[0] if candidates else atom

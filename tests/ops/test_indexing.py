@@ -46,7 +46,7 @@ def _mask(*shape):
     return lambda: (torch.rand(*shape) > 0.5,)
 
 
-# -- in-place writes (traced as writes into views; rewritten by prepare_inplace) -------------------
+# -- in-place writes (traced as writes into views; rewritten by prepare/inplace.py) ----------------
 
 def _set_slice(x, y):
     x = x.clone()
@@ -415,7 +415,7 @@ def test_indexing_op_below_min_opset(case, opset):
 
 
 def test_remove_mutation_leaves_writes_into_views():
-    """torch's own pass keeps copy_ into a slice view: the reason prepare_inplace.py exists."""
+    """torch's own pass keeps copy_ into a slice view: the reason prepare/inplace.py exists."""
     captured = capture(Case("m", _set_slice, None).module(), (torch.randn(4, 3), torch.randn(3)), TrainingMode.EVAL)
     graph = captured.graph
     torch._C._jit_pass_inline(graph)

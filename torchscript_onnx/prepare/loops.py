@@ -1,29 +1,13 @@
-"""Prepare: general TorchScript passes that leave one flat graph for conversion.
-
-Inlining removes calls; lowering tuples flattens tuple inputs/outputs so outputs map 1:1 to ONNX
-outputs; dead-code elimination drops what the trace recorded but nothing reads. In-place ops stay
-(the registry maps ``relu_`` to ``relu``); dropout is decided by the training flag at conversion.
-Loops of a constant trip count that only build int lists are unrolled (see ``unroll_int_list_loops``).
-"""
+"""Loops that only build int lists, unrolled: ``[i - n for i in range(n)]`` with ``n`` constant."""
 
 from __future__ import annotations
 
 import torch
 
-from . import jit_walk
-from .prepare_inplace import remove_inplace_views
+from .. import jit_walk
 
 # Unroll no longer loops than this: library code builds dim lists no longer than a tensor's rank.
 MAX_UNROLLED_TRIPS = 64
-
-
-def prepare(graph: torch._C.Graph) -> torch._C.Graph:
-    torch._C._jit_pass_inline(graph)
-    unroll_int_list_loops(graph)
-    torch._C._jit_pass_lower_all_tuples(graph)
-    remove_inplace_views(graph)  # x[1:3] = y -> slice_scatter; see prepare_inplace.py
-    torch._C._jit_pass_dce(graph)
-    return graph
 
 
 def unroll_int_list_loops(graph: torch._C.Graph) -> int:
