@@ -1,4 +1,4 @@
-"""The models the benchmark runs: the zoo (``torchscript_onnx.zoo.MODELS``) plus a few tiny local ones.
+"""The models the benchmark runs: the zoo (``bench.zoo.MODELS``) plus a few tiny local ones.
 
 A factory returns ``(model, example_args)``. The local models keep the runner usable (and its smoke
 test fast) without the zoo; a zoo model of the same name wins.
@@ -28,11 +28,9 @@ LOCAL_MODELS = {"tiny_mlp": _tiny_mlp, "tiny_cnn": _tiny_cnn}
 
 
 def zoo_models() -> dict:
-    """The zoo's factories, or an empty dict while torchscript_onnx.zoo does not exist yet."""
-    try:
-        from torchscript_onnx.zoo import MODELS
-    except ImportError:
-        return {}
+    """The zoo's factories."""
+    from bench.zoo import MODELS
+
     return dict(MODELS)
 
 

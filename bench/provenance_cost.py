@@ -5,7 +5,7 @@ For each model, every setting exports ``--repeat`` times to a file (the settings
 so they share the machine's noise); the table gives the median export time with both on (the
 default) and both off, their ratio, and the file size each adds. Time is the process's CPU time
 (``--clock cpu``, the default: steady on a shared, loaded machine) or wall time (``--clock wall``). Zoo models by name, and the tiny
-transformers of ``tests/models/transformers_zoo.py`` as ``hf:<name>`` (with their dynamic axes).
+transformers of ``bench/transformers_zoo.py`` as ``hf:<name>`` (with their dynamic axes).
 
     python -m bench.provenance_cost [--models tiny_mlp,resnet18,hf:bert,hf:gpt2] [--repeat 5] [--opset 17]
 """
@@ -33,7 +33,7 @@ SETTINGS = (("off", False, False), ("value_info", True, False), ("provenance", F
 def _load(name: str):
     """(model, args, export options) for a zoo model or ``hf:<transformers zoo entry>``."""
     if name.startswith("hf:"):
-        from tests.models.transformers_zoo import TRACED, ZOO
+        from bench.transformers_zoo import TRACED, ZOO
 
         entry = ZOO[name[3:]]
         return entry.model(), entry.inputs(*TRACED), dict(

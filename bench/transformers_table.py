@@ -1,6 +1,6 @@
 """Transformer models: ours against the legacy TorchScript exporter (``torch.onnx.export(dynamo=False)``).
 
-For each model of ``tests/models/transformers_zoo.py`` (tiny configs, random weights, nothing
+For each model of ``bench/transformers_zoo.py`` (tiny configs, random weights, nothing
 downloaded), both exporters run with the same dynamic axes; each result is then checked in
 onnxruntime at the traced size and two other (batch, seq) sizes against eager PyTorch. The table
 gives each exporter's result (ok, its error, or wrong/failing at other sizes), the export-time
@@ -84,7 +84,7 @@ class Positional(torch.nn.Module):
 
 
 def _run(exporter, entry, model, args, opset, repeat, tmp, reference=None) -> dict:
-    from tests.models.transformers_zoo import OTHER_SIZES, TRACED
+    from bench.transformers_zoo import OTHER_SIZES, TRACED
 
     path = os.path.join(tmp, f"{entry.name}-{exporter}.onnx")
     times = []
@@ -100,7 +100,7 @@ def _run(exporter, entry, model, args, opset, repeat, tmp, reference=None) -> di
 
 
 def bench_entry(entry, opset: int, repeat: int, tmp: str) -> dict:
-    from tests.models.transformers_zoo import TRACED
+    from bench.transformers_zoo import TRACED
 
     model = entry.model()
     torch.manual_seed(1)
@@ -137,7 +137,7 @@ def markdown(rows, opset: int) -> str:
 
 
 def main(argv=None) -> str:
-    from tests.models.transformers_zoo import ZOO
+    from bench.transformers_zoo import ZOO
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--opset", type=int, default=17)

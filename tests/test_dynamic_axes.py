@@ -135,7 +135,7 @@ def test_size_arithmetic_stays_dynamic(case, opset):
 
 def _zoo():
     pytest.importorskip("transformers", reason="transformers is in the test extra")
-    from tests.models.transformers_zoo import ZOO
+    from bench.transformers_zoo import ZOO
 
     return ZOO
 

@@ -20,7 +20,7 @@ import onnx
 import pytest
 import torch
 
-from torchscript_onnx import zoo
+from bench import zoo
 from torchscript_onnx.api import build
 from torchscript_onnx.verify import check, run_onnxruntime, verify
 

@@ -15,9 +15,10 @@ import onnx
 import pytest
 import torch
 
+from bench.zoo import MODELS
 from torchscript_onnx import export
+from torchscript_onnx.cli import demo_model
 from torchscript_onnx.verify import flatten_outputs, verify
-from torchscript_onnx.zoo import DEMO_MODEL, MODELS
 
 OPSETS = (7, 9, 11, 13, 17, 20, 26)
 
@@ -80,8 +81,17 @@ def test_model(name, opset, record_property):
     record_property("float32_noise", noise)
 
 
+def test_demo_model_is_the_zoos_resnet18():
+    """`torchscript-onnx demo` exports the CLI's own ResNet-18: with the zoo's weights it is the zoo's."""
+    demo, (image,) = demo_model()
+    zoo_model, (zoo_image,) = MODELS["resnet18"]()
+    assert not demo.training and image.shape == zoo_image.shape
+    demo.load_state_dict(zoo_model.state_dict())  # strict: the same keys and shapes
+    with torch.no_grad():
+        torch.testing.assert_close(demo(zoo_image), zoo_model(zoo_image))
+
+
 def test_zoo_contract():
-    assert DEMO_MODEL in MODELS
     assert set(MODELS) == {
         "alexnet", "vgg11", "vgg11_bn", "vgg16", "vgg16_bn", "resnet18", "resnet50", "squeezenet1_0",
         "squeezenet1_1", "densenet121", "inception_v3", "mobilenet_v2", "super_resolution", "dcgan_generator",

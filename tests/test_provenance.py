@@ -216,7 +216,7 @@ def _net_dynamic():
 
 def _zoo(name):
     def load():
-        from torchscript_onnx.zoo import MODELS
+        from bench.zoo import MODELS
 
         model, args = MODELS[name]()
         return model.eval(), args, {}, []
@@ -234,7 +234,7 @@ def _tiny_cnn():
 
 def _transformer(name):
     def load():
-        from tests.models.transformers_zoo import OTHER_SIZES, TRACED, ZOO
+        from bench.transformers_zoo import OTHER_SIZES, TRACED, ZOO
 
         entry = ZOO[name]
         options = dict(input_names=entry.input_names, output_names=entry.output_names,

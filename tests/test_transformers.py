@@ -1,6 +1,6 @@
 """Transformer models end to end, and the ops they are made of.
 
-Every model of ``tests/models/transformers_zoo.py`` (built from ``transformers`` config classes or
+Every model of ``bench/transformers_zoo.py`` (built from ``transformers`` config classes or
 ``torch.nn`` with random weights, nothing downloaded) is exported with dynamic batch and sequence
 at its lowest opset, at 17 (LayerNormalization) and at 26 (Attention, RMSNormalization), then run
 in onnxruntime at the traced size and two other sizes against eager PyTorch (rtol = atol = 1e-4).
@@ -23,7 +23,7 @@ from torchscript_onnx.verify import verify
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 # The zoo imports transformers only when a model is built (transformers is in the test extra).
-from tests.models.transformers_zoo import OTHER_SIZES, TRACED, ZOO  # noqa: E402
+from bench.transformers_zoo import OTHER_SIZES, TRACED, ZOO  # noqa: E402
 
 MODEL_OPSETS = {name: sorted({entry.min_opset, 17, MAX_OPSET}) for name, entry in ZOO.items()}
 MAX_ABS_DIFF: dict[str, float] = {}

@@ -4,7 +4,7 @@
     verify MODEL m.onnx --input ... [--dynamic-sizes x:0=5]
     audit MODEL --input ... [--format text|markdown] [--opset 17]
     inspect m.onnx
-    demo [--model resnet18]          supported-ops [--opset 20]
+    demo [--opset 17]                supported-ops [--opset 20]
 
 MODEL is a TorchScript archive written by ``torch.jit.save`` (loaded with ``torch.jit.load``) or
 ``module:attr``, a Python callable that returns an ``nn.Module`` when called without arguments.
@@ -418,20 +418,53 @@ def _total_size(path: str, external: set[str]) -> int:
                                        if os.path.isfile(os.path.join(folder, f)))
 
 
-def _demo(args) -> int:
+def demo_model():
+    """``(model, (image,))``: ResNet-18 with torchvision's layers and ``state_dict`` keys, seeded random
+    weights initialised as torchvision does, in eval mode, and a 1x3x224x224 image. The model ``demo``
+    exports; defined here so the package needs no model zoo."""
     import torch
+    from torch import nn
 
-    from . import zoo
+    class BasicBlock(nn.Module):  # defined in the function: torch is imported only when a command needs it
+        def __init__(self, inplanes: int, planes: int, stride: int):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = None
+            if stride != 1 or inplanes != planes:
+                self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False),
+                                                nn.BatchNorm2d(planes))
+
+        def forward(self, x):
+            out = self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
+            return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+    def layer(inplanes: int, planes: int, stride: int) -> nn.Sequential:
+        return nn.Sequential(BasicBlock(inplanes, planes, stride), BasicBlock(planes, planes, 1))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(collections.OrderedDict(
+        conv1=nn.Conv2d(3, 64, 7, 2, 3, bias=False), bn1=nn.BatchNorm2d(64), relu=nn.ReLU(inplace=True),
+        maxpool=nn.MaxPool2d(3, 2, 1), layer1=layer(64, 64, 1), layer2=layer(64, 128, 2),
+        layer3=layer(128, 256, 2), layer4=layer(256, 512, 2), avgpool=nn.AdaptiveAvgPool2d(1),
+        flatten=nn.Flatten(), fc=nn.Linear(512, 1000)))
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):  # keeps activations at unit scale, so the comparison means something
+            nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+    return model.eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def _demo(args) -> int:
     from .api import export
     from .verification import check, compare
 
-    if args.model not in zoo.MODELS:
-        raise UsageError(f"unknown model {args.model!r}; choose one of: {', '.join(sorted(zoo.MODELS))}")
-    torch.manual_seed(0)
-    model, example = zoo.MODELS[args.model]()
+    model, example = demo_model()
     weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
-    output = args.output or os.path.join(tempfile.mkdtemp(prefix="torchscript-onnx-"), f"{args.model}.onnx")
-    print(f"model:   {args.model} ({weights / 2**20:.1f} MiB of weights), opset {args.opset}")
+    output = args.output or os.path.join(tempfile.mkdtemp(prefix="torchscript-onnx-"), "resnet18.onnx")
+    print(f"model:   resnet18 ({weights / 2**20:.1f} MiB of weights), opset {args.opset}")
     start = time.perf_counter()
     export(model, example, output, opset_version=args.opset)
     elapsed = time.perf_counter() - start
@@ -553,9 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("onnx", metavar="FILE.onnx", help="an ONNX model")
     inspect.set_defaults(run=_inspect)
 
-    demo = commands.add_parser("demo", help="export a built-in model and check it in onnxruntime")
+    demo = commands.add_parser("demo", help="export a built-in ResNet-18 and check it in onnxruntime")
     add_traceback(demo)
-    demo.add_argument("--model", default="resnet18", help="a model of torchscript_onnx.zoo (default resnet18)")
     demo.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
     demo.add_argument("--output", help="where to write the .onnx file (default: a temporary folder)")
     demo.set_defaults(run=_demo)

@@ -10,7 +10,8 @@ import onnx
 import pytest
 import torch
 
-from torchscript_onnx import export, zoo
+from bench import zoo
+from torchscript_onnx import export
 from torchscript_onnx.optimize import passes
 from torchscript_onnx.verify import verify
 

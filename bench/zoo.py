@@ -19,8 +19,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DEMO_MODEL = "resnet18"
-
 SEED = 0
 
 
@@ -798,10 +796,10 @@ def _mlp_dict_list():
     return model, (x, extras, items)
 
 
-# Input sizes: 224 where adaptive pooling must be the identity (AlexNet, VGG) and for the demo
-# model; otherwise the smallest size that keeps every stage non-trivial (the last stage at least
-# 2x2; Inception's last blocks at 3x3, so its padded average pools still see borders), which keeps
-# end-to-end tests fast.
+# Input sizes: 224 where adaptive pooling must be the identity (AlexNet, VGG) and for ResNet-18 (an
+# ImageNet-sized example); otherwise the smallest size that keeps every stage non-trivial (the last
+# stage at least 2x2; Inception's last blocks at 3x3, so its padded average pools still see
+# borders), which keeps end-to-end tests fast.
 MODELS: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "alexnet": _vision(AlexNet, 1, 3, 224),
     "vgg11": _vision(lambda: VGG(vgg_layers(VGG_CONFIGS["A"], False)), 1, 3, 224),
