@@ -3,7 +3,6 @@ the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX 
 
 import sys as _sys
 
-from . import compat as _compat  # noqa: F401  (attaches the legacy Value surface)
 from .api import __version__, build, export, export_to_pretty_string
 from .capture import is_in_onnx_export, select_model_mode_for_export
 from .errors import CheckerError, OnnxExporterError, OnnxExporterWarning, SymbolicValueError, UnsupportedOperatorError

@@ -1,7 +1,8 @@
 """The torch._C.Value / Node / Type surface that legacy custom symbolics call.
 
-Attached to ``ir.Value`` so a symbolic written for the legacy exporter can ask ``x.type().sizes()``,
-``x.type().scalarType()``, ``x.node().kind()``, ``x.node()["value"]`` or call ``y.setType(...)``.
+``ir.Value`` inherits it (``LegacyValueSurface``), so a symbolic written for the legacy exporter can
+ask ``x.type().sizes()``, ``x.type().scalarType()``, ``x.node().kind()``, ``x.node()["value"]`` or
+call ``y.setType(...)``. This module imports nothing of the builder: the builder imports it.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import torch
 
 from . import dtypes
-from .context import GraphContext
-from .ir import Value
 
 
 class TypeView:
@@ -59,7 +58,7 @@ class TypeView:
 class NodeView:
     """What ``value.node()`` returns: the kind and attributes of the value's producer."""
 
-    def __init__(self, value: Value):
+    def __init__(self, value):  # an ir.Value
         self._value = value
 
     def kind(self) -> str:
@@ -108,36 +107,35 @@ class NodeView:
         return list(self._value.producer.attrs) if self._value.producer is not None else []
 
 
-def _type(self):
-    return TypeView(self.dtype, self.shape)
+class LegacyValueSurface:
+    """The methods of ``torch._C.Value`` that legacy custom symbolics call on their arguments."""
 
+    __slots__ = ()
 
-def _set_type(self, jit_type):
-    """Accept our TypeView or a torch._C.TensorType (as custom symbolics pass)."""
-    if isinstance(jit_type, TypeView):
-        self.dtype, self.shape = jit_type._dtype, jit_type._shape
+    def type(self) -> TypeView:
+        return TypeView(self.dtype, self.shape)
+
+    def setType(self, jit_type):  # noqa: N802 - legacy name
+        """Accept our TypeView or a torch._C.TensorType (as custom symbolics pass)."""
+        if isinstance(jit_type, TypeView):
+            self.dtype, self.shape = jit_type._dtype, jit_type._shape
+            return self
+        scalar = jit_type.scalarType() if hasattr(jit_type, "scalarType") else None
+        if scalar is not None:
+            self.dtype = dtypes.SCALAR_NAME_TO_TORCH.get(scalar, self.dtype)
+        sizes = jit_type.varyingSizes() if hasattr(jit_type, "varyingSizes") else None
+        if sizes is not None:
+            self.shape = tuple(sizes)
         return self
-    scalar = jit_type.scalarType() if hasattr(jit_type, "scalarType") else None
-    if scalar is not None:
-        self.dtype = dtypes.SCALAR_NAME_TO_TORCH.get(scalar, self.dtype)
-    sizes = jit_type.varyingSizes() if hasattr(jit_type, "varyingSizes") else None
-    if sizes is not None:
-        self.shape = tuple(sizes)
-    return self
 
+    def node(self) -> NodeView:
+        return NodeView(self)
 
-Value.type = _type
-Value.setType = _set_type
-Value.node = lambda self: NodeView(self)
-Value.debugName = lambda self: self.name
-Value.unique = lambda self: id(self)
-Value.isCompleteTensor = lambda self: _type(self).isCompleteTensor()
+    def debugName(self) -> str:  # noqa: N802
+        return self.name
 
+    def unique(self) -> int:
+        return id(self)
 
-def _onnxscript_op(self, onnx_fn, *args, outputs: int = 1, **attributes):
-    from .functions import onnxscript_op
-
-    return onnxscript_op(self, onnx_fn, *args, outputs=outputs, **attributes)
-
-
-GraphContext.onnxscript_op = _onnxscript_op
+    def isCompleteTensor(self) -> bool:  # noqa: N802
+        return self.type().isCompleteTensor()

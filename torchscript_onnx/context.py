@@ -73,6 +73,12 @@ class GraphContext:
     def opset_version(self) -> int:
         return self.opset
 
+    def onnxscript_op(self, onnx_fn, *args, outputs: int = 1, **attributes):
+        """A call of an onnxscript function (``@script``) as a node; see ``functions.onnxscript_op``."""
+        from .functions import onnxscript_op  # noqa: PLC0415 - functions imports the builder
+
+        return onnxscript_op(self, onnx_fn, *args, outputs=outputs, **attributes)
+
     def op(self, opname: str, *inputs, outputs: int = 1, **attributes):
         domain, op_type = _split_domain(opname)
         attrs = _parse_attributes(attributes)

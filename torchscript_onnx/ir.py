@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from .compat import LegacyValueSurface
+
 
 class _Unknown:
     __slots__ = ()
@@ -28,7 +30,7 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
-class Value:
+class Value(LegacyValueSurface):
     __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence",
                  "optional")
 
