@@ -162,6 +162,9 @@ FOLDERS: dict[str, Callable] = {
     "Floor": _unary(torch.floor),
     "Ceil": _unary(torch.ceil),
     "Sqrt": _unary(torch.sqrt),
+    # Elementwise math on known values: rotary embeddings' cos/sin tables of static positions.
+    "Cos": _unary(torch.cos),
+    "Sin": _unary(torch.sin),
     "Identity": _unary(lambda x: x),
     "Cast": _cast,
     "Shape": _shape,
@@ -182,7 +185,8 @@ FOLDERS: dict[str, Callable] = {
 
 # Ops whose output has as many elements as their first input.
 _SAME_SIZE = frozenset({
-    "Not", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Identity", "Cast", "Transpose", "Unsqueeze", "Squeeze", "Reshape",
+    "Not", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Cos", "Sin", "Identity", "Cast", "Transpose", "Unsqueeze", "Squeeze",
+    "Reshape",
 })
 # Ops whose output has the broadcast shape of their inputs.
 _BROADCAST = frozenset({

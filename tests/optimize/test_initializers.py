@@ -100,6 +100,37 @@ def test_duplicates_keep_their_names_as_identities():
     np.testing.assert_array_equal(run(g.graph, {"x": X[:4]})[1], np.ones(4, np.float32))
 
 
+
+# (id, names of three equal initializers, which of them are graph outputs too, Identity nodes expected)
+MADE_CONSTANT_CASES = [
+    # folded constants' initializers (GraphContext.materialize's names): nobody can know the names
+    ("made_constants", ["onnx::Constant", "onnx::Constant_1", "onnx::Constant_2"], [], 0),
+    # a graph output keeps its name
+    ("made_constant_output", ["onnx::Constant", "onnx::Constant_1", "onnx::Constant_2"], [2], 1),
+    # state_dict names (and names merely like a made one) stay, as Identity outputs
+    ("state_dict_names", ["onnx::Constant", "w", "onnx::Constant_x"], [], 2),
+]
+
+
+@pytest.mark.parametrize("name,names,outputs,identities", MADE_CONSTANT_CASES,
+                         ids=[c[0] for c in MADE_CONSTANT_CASES])
+def test_made_constant_duplicates_need_no_identity(name, names, outputs, identities):
+    g = context()
+    x = g.graph.add_input("x", torch.float32, (4,))
+    weights = [g.graph.add_initializer(n, torch.arange(4.0), const=False) for n in names]
+    total = x
+    for w in weights:
+        total = g.op("Add", total, w)
+    g.graph.outputs = [total] + [weights[k] for k in outputs]
+    assert DeduplicateInitializers().run(g.graph)
+    assert list(g.graph.initializers) == names[:1]
+    assert [n.op_type for n in g.graph.nodes].count("Identity") == identities
+    assert [v.name for v in g.graph.outputs[1:]] == [names[k] for k in outputs]
+    results = run(g.graph, {"x": X[:4]})
+    np.testing.assert_array_equal(results[0], X[:4] + 3 * np.arange(4, dtype=np.float32))
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, np.arange(4, dtype=np.float32))
+
 def _never_called(sources, start, stop):
     raise AssertionError("deduplication computed a lazy tensor")
 

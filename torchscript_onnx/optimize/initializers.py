@@ -13,11 +13,17 @@ name stays, as in the legacy exporter: it becomes the output of an ``Identity`` 
 initializer (in ``Graph.initializers`` order), placed at the start of the graph, so every
 state_dict name is still a value of the graph (readers, graph outputs and subgraphs that read it
 by name are unchanged). Runs after CSE, which would merge two Identity nodes of one initializer.
+
+Except a constant's initializer (``MADE_CONSTANT_NAME``: ``GraphContext.materialize`` names a folded
+value too large for a Constant node ``onnx::Constant_<n>``): no state_dict key, and the legacy
+exporter has a Constant node there, so no one can know the name; its readers read the kept
+initializer directly, unless the name is a graph output or read inside a subgraph.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 import torch
@@ -25,9 +31,12 @@ import torch
 from ..ir import UNKNOWN, Graph, Value
 from ..lazy import LazyTensor
 from ..serialize import tensor_bytes
+from .subgraphs import subgraph_references
 
 SAMPLE_BYTES = 4096
 COMPARE_CHUNK_BYTES = 1 << 20
+# The names context.GraphContext.materialize gives constants it writes as initializers.
+MADE_CONSTANT_NAME = re.compile(r"onnx::Constant(_[0-9]+)?")
 
 
 def _identity_key(tensor) -> tuple:
@@ -98,9 +107,15 @@ class DeduplicateInitializers:
                 canonical[name] = match
         if not canonical:
             return False
+        pinned = subgraph_references(graph) | {v.name for v in graph.outputs}
+        merged = {name: values[source] for name, source in canonical.items()
+                  if MADE_CONSTANT_NAME.fullmatch(name) and name not in pinned}
         for node in graph.nodes:  # every reader reads the one value that keeps the name
-            node.inputs = [values[v.name] if v is not None and v.is_param and v.name in canonical else v
-                           for v in node.inputs]
+            node.inputs = [merged.get(v.name, values[v.name]) if v is not None and v.is_param and v.name in canonical
+                           else v for v in node.inputs]
+        for name in merged:
+            del graph.initializers[name]
+            del canonical[name]
         for name, source in canonical.items():
             value = values[name]
             del graph.initializers[name]

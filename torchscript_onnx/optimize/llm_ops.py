@@ -384,15 +384,23 @@ def _rotary(rw: _Rewriter, add: Node) -> _RotaryMatch | None:
 
 
 def _unsqueezed_cache(value: Value, q: Value) -> Value | None:
-    """The (B, S, D) cache that ``value`` = Unsqueeze(cache, 1) broadcasts over q's heads."""
+    """The (B, S, D) cache that ``value`` = Unsqueeze(cache, 1) broadcasts over q's heads; for a
+    constant ``value`` of shape (B, 1, S, D) (a cos/sin of static positions, folded), a constant
+    cache outside the graph (``FuseRotaryEmbedding`` writes its half as an initializer)."""
+    tensor = value.const if value.is_const else None
     node = _op(value, "Unsqueeze")
-    if node is None:
+    if isinstance(tensor, torch.Tensor) and tensor.dim() == 4 and tensor.shape[1] == 1:
+        cache = Value("", tensor.dtype, (tensor.shape[0],) + tuple(tensor.shape[2:]), tensor.squeeze(1))
+    elif node is not None:
+        axes = node.attr("axes")
+        if axes is None and len(node.inputs) > 1:
+            axes = _ints(node.inputs[1])
+        cache = node.inputs[0]
+        if axes not in ([1], [-3]):
+            return None
+    else:
         return None
-    axes = node.attr("axes")
-    if axes is None and len(node.inputs) > 1:
-        axes = _ints(node.inputs[1])
-    cache = node.inputs[0]
-    if axes not in ([1], [-3]) or cache.rank != 3 or cache.dtype != q.dtype:
+    if cache.rank != 3 or cache.dtype != q.dtype:
         return None
     batch, seq, width = cache.shape
     if width != q.shape[3]:
@@ -408,6 +416,7 @@ class FuseRotaryEmbedding:
     def run(self, graph: Graph) -> bool:
         rw = _Rewriter(graph)
         self._halves: dict[int, Value] = {}
+        self._constant_halves: list[tuple[torch.Tensor, Value]] = []
         self._sizes: dict[tuple, Value] = {}
         self._expanded: dict[tuple, Value] = {}
         for node in list(graph.nodes):
@@ -423,7 +432,17 @@ class FuseRotaryEmbedding:
 
     def _cache(self, rw: _Rewriter, cache: Value, q: Value, at: Node) -> Value:
         half = q.shape[3] // 2
-        sliced = self._halves.get(id(cache))
+        if not cache.in_graph:
+            # A constant made by the match (it dies with the match: memoised by value, not id): its
+            # half as an initializer, named as GraphContext.materialize names constants.
+            table = cache.const[..., :half].contiguous()
+            sliced = next((v for t, v in self._constant_halves if t.shape == table.shape and t.dtype == table.dtype
+                           and torch.equal(t, table)), None)
+            if sliced is None:
+                sliced = rw.graph.add_initializer("onnx::Constant", table)
+                self._constant_halves.append((table, sliced))
+        else:
+            sliced = self._halves.get(id(cache))
         if sliced is None:
             starts, ends, axes = (rw.constant(torch.tensor([v]), at) for v in (0, half, -1))
             sliced = self._halves[id(cache)] = rw.new("Slice", [cache, starts, ends, axes], {}, at).outputs[0]
