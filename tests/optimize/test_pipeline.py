@@ -31,6 +31,9 @@ def test_pass_order():
     inputs = _names(passes(initializers_are_inputs=True))
     assert "DeduplicateInitializers" not in inputs and "FoldWeightTranspose" not in inputs
     assert "FoldWeightTranspose" not in _names(passes(constant_folding=False))
+    # SlicesToSplit writes the Split of the target opset: only when the optimizer is told it
+    assert _names(passes(opset=17))[-4:] == ["CommonSubexpressions", "SlicesToSplit", "DeduplicateInitializers",
+                                             "DeadCode"]
 
 
 def _bytes(model, args, **options) -> bytes:

@@ -19,6 +19,7 @@ from .initializers import DeduplicateInitializers
 from .noop_arithmetic import RemoveNoopArithmetic
 from .llm_ops import AttentionGroupedKV, FuseRMSNormalization, FuseRotaryEmbedding
 from .noop_reshape import RemoveNoopReshape
+from .slice_split import SlicesToSplit
 from .weight_transpose import FoldWeightTranspose
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ def passes(training: bool = False, initializers_are_inputs: bool = False, consta
         # the replaced nodes and what the fusions add.
         order += [FuseRMSNormalization(), FuseRotaryEmbedding(), AttentionGroupedKV()]
     order += [RemoveNoopReshape(), RemoveNoopArithmetic(), CommonSubexpressions()]
+    if opset is not None:
+        # After CSE, which makes one Slice of two equal ones (equal pieces would not tile an axis);
+        # after the LLM fusions, which match rotate_half by its Slices.
+        order.append(SlicesToSplit(opset))
     if not initializers_are_inputs:
         # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
         # two Identity nodes of one initializer (and with them, two names).
