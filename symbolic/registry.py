@@ -83,6 +83,50 @@ def onnx_symbolic(opset: int):
     return register
 
 
+# op -> {condition: the lowest opset that converts the op under it}, declared by the topic modules
+# next to their conversions (``declare_opset_requirements``); each condition is the ``reason`` the
+# conversion gives ``symbolic_helper.needs_opset`` when the target opset is lower.
+_OPSET_REQUIREMENTS: dict[str, dict[str, int]] = {}
+
+
+def declare_opset_requirements(table: Mapping[str | tuple[str, ...], Mapping[str, int]]) -> None:
+    """Declare when ops need a higher opset than they are registered at:
+    ``{"aten::topk": {"k known only at runtime": 10, "non-float input": 11}}`` (a tuple of names
+    shares one entry)."""
+    for names, conditions in table.items():
+        for name in (names,) if isinstance(names, str) else names:
+            check_name(name)
+            declared = _OPSET_REQUIREMENTS.setdefault(name, {})
+            for condition, opset in conditions.items():
+                if declared.get(condition, opset) != opset:
+                    raise ValueError(f"{name}: {condition!r} is declared at opsets {declared[condition]} and {opset}")
+                declared[condition] = opset
+
+
+def opset_requirements(name: str) -> list[tuple[int, str]]:
+    """The declared conditions under which ``name`` needs a higher opset: (opset, condition), lowest first."""
+    _load_builtins()
+    declared = _OPSET_REQUIREMENTS.get(name, {})
+    return sorted((opset, condition) for condition, opset in declared.items())
+
+
+def all_opset_requirements() -> dict[str, list[tuple[int, str]]]:
+    """Every op with declared conditions: name -> ``opset_requirements(name)``."""
+    _load_builtins()
+    return {name: opset_requirements(name) for name in sorted(_OPSET_REQUIREMENTS)}
+
+
+def builtin_version(name: str, opset: int) -> int | None:
+    """The opset of the built-in registration that serves ``name`` at ``opset`` (9 for a target of 7
+    or 8 served by an opset-9 conversion), or None."""
+    _load_builtins()
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        return None
+    fn = _fall_through(entry.builtin, opset)
+    return next((v for v, f in sorted(entry.builtin.items()) if f is fn), None) if fn is not None else None
+
+
 def check_name(name: str) -> None:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(

@@ -2,7 +2,9 @@
 
 A table of models, each with what audit must report (ops and problem categories) and export's
 outcome, then a sweep over the op tables of tests/ops: for each (case, opset), audit(...).ok is
-whether export succeeds, and every op export's error names is one audit reported.
+whether export succeeds, every op export's error names is one audit reported, the opset export's
+OpsetRequirementError names is audit's ``needs_opset``, and every requirement found above what an
+op's registration serves is declared in the registry (so docs/supported_ops.md shows it).
 
 The sweep covers every case below its lowest opset and at its xfail'ed opsets (where exports
 fail) and a fixed sample of the passing (case, opset) pairs; TSO_AUDIT_SWEEP=all runs every pair
@@ -23,6 +25,7 @@ import torch
 
 from tests.optable import Case, Fn
 from torchscript_onnx import SymbolicValueError, UnsupportedOperatorError, audit, export, unconvertible_ops
+from torchscript_onnx.errors import OpsetRequirementError
 
 
 @dataclasses.dataclass
@@ -114,6 +117,8 @@ def _export(model, inputs, opset, options):
 def _ops_named_by(error) -> set:
     if isinstance(error, UnsupportedOperatorError):
         return {op.name for op in error.ops}
+    if isinstance(error, OpsetRequirementError) and error.requirements:
+        return {r.node for r in error.requirements}
     if isinstance(error, SymbolicValueError) and error.node:
         return {error.node}
     return set()
@@ -123,6 +128,7 @@ def _ops_named_by(error) -> set:
 def test_audit_verdict_is_exports_outcome(truth):
     report = audit(truth.model, truth.inputs, opset_version=truth.opset, **truth.options)
     assert _reported(report) == truth.problems, report.to_text()
+    _check_declared(report, truth.opset)
     error = _export(truth.model, truth.inputs, truth.opset, truth.options)
     assert report.ok == (error is None), error
     if error is not None:
@@ -210,3 +216,20 @@ def test_audit_predicts_export_for_op_table_case(case, opset):
     assert report.ok == (error is None), f"export: {error!r}\naudit: {report.to_text()}"
     if error is not None:
         assert _ops_named_by(error) <= set(_reported(report)), f"export: {error}\naudit: {report.to_text()}"
+    if isinstance(error, OpsetRequirementError):  # audit predicted exactly the opset export names
+        assert report.needs_opset == error.opset, f"export: {error}\naudit: {report.to_text()}"
+    _check_declared(report, opset)
+
+
+def _check_declared(report, opset: int) -> None:
+    """Every requirement above what the op's registration serves is declared in the registry (so
+    docs/supported_ops.md shows it)."""
+    from symbolic import registry
+
+    for issue in report.issues:
+        if issue.reason is None or issue.needs_opset is None:
+            continue
+        version = registry.builtin_version(issue.op, opset)
+        if version is not None and issue.needs_opset > max(version, 9):
+            assert (issue.needs_opset, issue.reason) in registry.opset_requirements(issue.op), \
+                f"{issue.op}: {issue.reason!r} (opset {issue.needs_opset}) is not declared"

@@ -5,7 +5,7 @@ without a conversion). ``audit`` runs the real conversion as ``export`` would (c
 convert; no optimisation, nothing written) in the converter's collecting mode: a node that fails
 is recorded with its op, module scope, source line, message and next step, and conversion goes
 on past it. So one report lists every problem export would hit: ops without a conversion, ops
-that need a higher opset, sizes known only at runtime where a lowering needs them fixed, complex
+that need a higher opset (``needs_opset``: the one export's ``OpsetRequirementError`` names), sizes known only at runtime where a lowering needs them fixed, complex
 values where ONNX has none.
 """
 
@@ -39,6 +39,12 @@ class AuditReport:
     def ok(self) -> bool:
         return not self.ops and not self.issues
 
+    @property
+    def needs_opset(self) -> int | None:
+        """The opset that converts every node found needing a higher one (what export's
+        ``OpsetRequirementError`` names), or None when none does."""
+        return max((i.needs_opset for i in self.issues if i.needs_opset is not None), default=None)
+
     def _problems(self) -> int:
         return len(self.ops) + len(self.issues)
 
@@ -62,6 +68,9 @@ class AuditReport:
             lines.append(f"- {issue.op} [{issue.category}]: {issue.next_step()}")
             lines.append(f"    {issue.where()}")
             lines.append(f"    {_first_line(issue.message)}")
+        if self.needs_opset is not None:
+            lines.append(f"Opset {self.needs_opset} converts every node above that needs a higher opset "
+                         f"(pass opset_version={self.needs_opset}).")
         if self.not_reached:
             lines.append(self._not_reached_text())
         return "\n".join(lines)

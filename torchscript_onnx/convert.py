@@ -19,7 +19,8 @@ from . import capture as capture_module
 from . import dtypes, jit_walk
 from .capture import Captured
 from .context import GraphContext
-from .errors import ConversionIssue, OnnxExporterError, SymbolicValueError, UnsupportedOp, UnsupportedOperatorError
+from .errors import (ConversionIssue, OnnxExporterError, OpsetRequirementError, SymbolicValueError, UnsupportedOp,
+                     UnsupportedOperatorError)
 from .ir import Graph, Origin, Value
 from .mutation import LIST_MUTATORS, mutated_input, mutated_outside, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
@@ -174,7 +175,11 @@ class Converter:
     op, scope, source line, message and next step) and its outputs get placeholder values of
     their traced type, so conversion goes on and every failure is found in one pass. Failures of
     nodes that read such placeholders are consequences, counted in ``not_reached``; ops without
-    any conversion go to ``unsupported``. Export (``collect=False``) raises the first failure."""
+    any conversion go to ``unsupported``. Export (``collect=False``) raises the first failure,
+    except that a node needing a higher opset (``OpsetRequirementError``) is recorded in
+    ``requirements`` and conversion goes on the same way, so ``run`` raises one error naming every
+    such node and the opset that converts them all; failures of other kinds after the first
+    requirement are listed in that error (``other_failures``), not raised on their own."""
 
     def __init__(self, captured: Captured, options: ExportOptions, collect: bool = False):
         self.captured = captured
@@ -184,6 +189,8 @@ class Converter:
         self.issues: list[ConversionIssue] | None = [] if collect else None
         self.unsupported: list[UnsupportedOp] = []
         self.not_reached: list[str] = []  # ops that failed reading a failed node's placeholder outputs
+        self.requirements: list[OpsetRequirementError] = []  # export: nodes that need a higher opset
+        self.other_failures: list[SymbolicValueError | Exception] = []  # export: after a requirement
         self._tainted: set[int] = set()  # JIT values computed from placeholders
         self._failures = 0
         self.has_complex = False
@@ -377,23 +384,25 @@ class Converter:
         return None
 
     def convert_node(self, node: torch._C.Node) -> None:
-        if self.issues is None:
-            self._convert_node(node)
-        else:
-            self._convert_collecting(node)
+        self._convert_collecting(node)
 
     def _convert_collecting(self, node: torch._C.Node) -> None:
-        """Convert ``node``; on failure record it and bind placeholders to its outputs (``collect``)."""
+        """Convert ``node``; on failure record it and bind placeholders to its outputs (``collect``;
+        in export, only for a node that needs a higher opset, or any node once one did)."""
         kind, opset = node.kind(), self.ctx.opset
-        downstream = any(v.unique() in self._tainted for v in jit_walk.inputs(node))
+        downstream = bool(self._tainted) and any(v.unique() in self._tainted for v in jit_walk.inputs(node))
         failures = self._failures
-        failed = self.lookup(kind, opset) is None and self.fallback(kind, None) is None  # in self.unsupported
+        # audit: ops without any conversion are in self.unsupported (export raised on them up front)
+        failed = self.issues is not None and self.lookup(kind, opset) is None and self.fallback(kind, None) is None
         if not failed:
             try:
                 self._convert_node(node)
             except Exception as error:  # noqa: BLE001 - recorded, conversion goes on
                 failed = True
-                if downstream or self._failures > failures:  # it read values of a failed node
+                consequence = downstream or self._failures > failures  # it read values of a failed node
+                if self.issues is None:
+                    self._record_for_export(error, consequence)
+                elif consequence:
                     self.not_reached.append(kind)
                 else:
                     self.issues.append(ConversionIssue.from_error(
@@ -404,6 +413,18 @@ class Converter:
                 self.env[jit_value.unique()] = self._placeholder(jit_value)
         if failed or downstream or self._failures > failures:
             self._tainted.update(v.unique() for v in jit_walk.outputs(node))
+
+    def _record_for_export(self, error: Exception, consequence: bool) -> None:
+        """Export: keep an opset requirement and go on; raise any other first failure as it is."""
+        if consequence:
+            return
+        requirement = OpsetRequirementError.stated_by(error, self.ctx.opset)
+        if requirement is not None:
+            self.requirements.append(requirement)
+        elif self.requirements:
+            self.other_failures.append(error)
+        else:
+            raise error
 
     def _placeholder(self, jit_value: torch._C.Value) -> Value:
         """A value of ``jit_value``'s traced type standing for a node that did not convert."""
@@ -668,6 +689,8 @@ class Converter:
         self.has_complex = has_complex(self.captured.graph)
         self.add_inputs()
         self.convert_block(self.captured.graph)
+        if self.requirements:
+            raise OpsetRequirementError.for_graph(self.requirements, self.ctx.opset, self.other_failures)
         if self.issues is None:
             self.add_outputs()
         else:

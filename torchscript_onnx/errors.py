@@ -56,16 +56,21 @@ class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", O
         self.message = str(message)
         self.value = value
         self.node: str | None = None
-        self.opset: int | None = None
+        self.target_opset: int | None = None
         self.scope = ""
         self.source = ""
         self.inputs: list[str] = []
         RuntimeError.__init__(self, self._text())
 
+    @property
+    def opset(self) -> int | None:
+        """The opset the conversion targeted (set with the place, by ``in_context``)."""
+        return self.target_opset
+
     def in_context(self, node: str, opset: int, scope: str, source: str, inputs: list[str]) -> "SymbolicValueError":
         """This error with the place it happened (once: an error already placed is returned as is)."""
         if self.node is None:
-            self.node, self.opset, self.scope, self.source, self.inputs = node, opset, scope, source, list(inputs)
+            self.node, self.target_opset, self.scope, self.source, self.inputs = node, opset, scope, source, list(inputs)
             self.args = (self._text(),)
         return self
 
@@ -76,7 +81,7 @@ class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", O
         if self.node is None:
             return text
         where = (self.scope or "<top>") + (f" at {self.source}" if self.source else "")
-        text = f"while converting {self.node} (opset {self.opset}) in {where}: {text}"
+        text = f"while converting {self.node} (opset {self.target_opset}) in {where}: {text}"
         if self.inputs:
             text += "\n  inputs: " + ", ".join(self.inputs)
         return text
@@ -85,13 +90,90 @@ class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", O
         return self.args[0] if self.args else self.message
 
     def __reduce__(self):
-        state = {k: getattr(self, k) for k in ("node", "opset", "scope", "source", "inputs")}
+        state = {k: getattr(self, k) for k in ("node", "target_opset", "scope", "source", "inputs")}
         state["args"] = self.args
         return type(self), (self.message, None), state
 
     def __setstate__(self, state) -> None:
         self.args = state.pop("args")
         self.__dict__.update(state)
+
+
+class OpsetRequirementError(SymbolicValueError):
+    """A conversion needs a higher opset than the target: ``opset`` is the lowest opset that converts
+    the node, ``reason`` the condition that needs it ("k known only at runtime"). Symbolics raise it
+    with ``symbolic_helper.needs_opset(opset, reason, value)``; the message ends in the standard
+    "(pass opset_version=N)". ``target_opset`` is the opset the export asked for.
+
+    ``export`` goes on converting past each one and raises a single ``OpsetRequirementError`` for the
+    whole graph: its ``requirements`` hold one error per node (each placed: ``node``, ``scope``,
+    ``source``, ``reason``, ``opset``) and its ``opset`` is the one that converts them all.
+    """
+
+    def __init__(self, opset: int, reason: str, value=None, message: str | None = None, requirements=()):
+        self.required_opset = int(opset)
+        self.reason = str(reason)
+        self.requirements: list[OpsetRequirementError] = list(requirements)
+        if message is None:
+            message = f"{reason} needs opset {opset} or higher (pass opset_version={opset})"
+        super().__init__(message, value)
+
+    @property
+    def opset(self) -> int:  # not the target (``target_opset``): what the node needs
+        return self.required_opset
+
+    @classmethod
+    def stated_by(cls, error: BaseException, target_opset: int) -> "OpsetRequirementError | None":
+        """The requirement ``error`` states above ``target_opset``: itself when typed, or, for a
+        legacy-style symbolic's plain ``SymbolicValueError`` whose message says "pass
+        opset_version=N", a typed copy in the same place; else None."""
+        if isinstance(error, OpsetRequirementError):
+            return error if error.opset > target_opset else None
+        found = _NEEDS_OPSET.search(error.message) if isinstance(error, SymbolicValueError) else None
+        if found is None or int(found.group(1)) <= target_opset:
+            return None
+        typed = cls(int(found.group(1)), error.message.splitlines()[0], error.value, error.message)
+        typed.node, typed.target_opset, typed.scope, typed.source, typed.inputs = \
+            error.node, error.target_opset, error.scope, error.source, error.inputs
+        return typed
+
+    @classmethod
+    def for_graph(cls, requirements, target_opset: int, other_failures=()) -> "OpsetRequirementError":
+        """One error for every node of a graph that needs a higher opset than ``target_opset``;
+        ``other_failures``: errors of other kinds met after the first requirement (listed too)."""
+        requirements = list(requirements)
+        needed = max(r.opset for r in requirements)
+        lines = [f"{len(requirements)} node(s) cannot be exported at opset {target_opset}; "
+                 f"opset {needed} converts them all: pass opset_version={needed}"]
+        for r in requirements:
+            lines.append(f"  {r.node or '<unknown op>'} in {_where(r)}: {r.message}")
+        if other_failures:
+            lines.append(f"{len(other_failures)} other node(s) failed for other reasons "
+                         "(torchscript_onnx.audit lists every problem):")
+            for other in other_failures:
+                if isinstance(other, SymbolicValueError):
+                    lines.append(f"  {other.node or '<unknown op>'} in {_where(other)}: "
+                                 f"{other.message.splitlines()[0] if other.message else ''}")
+                else:
+                    lines.append(f"  {type(other).__name__}: {other}")
+        error = cls(needed, "; ".join(dict.fromkeys(r.reason for r in requirements)),
+                    message="\n".join(lines), requirements=requirements)
+        error.target_opset = target_opset
+        if len(requirements) == 1:  # one node: the error is placed there, as a single failure is
+            (one,) = requirements
+            error.node, error.scope, error.source, error.inputs, error.value = \
+                one.node, one.scope, one.source, one.inputs, one.value
+        error.args = (error.message,)
+        return error
+
+    def __reduce__(self):
+        state = {k: getattr(self, k) for k in ("node", "target_opset", "scope", "source", "inputs", "requirements")}
+        state["args"] = self.args
+        return type(self), (self.required_opset, self.reason, None, self.message), state
+
+
+def _where(error: SymbolicValueError) -> str:
+    return (error.scope or "<top>") + f" at {error.source or '<unknown source>'}"
 
 
 def describe_value(value) -> str:
@@ -154,14 +236,19 @@ class ConversionIssue:
 
     ``op`` is the JIT op ("aten::abs"), ``scope`` the module path, ``source`` "file.py:42",
     ``message`` the conversion's own message and ``category`` one of "opset" (the lowering needs a
-    higher opset: ``needs_opset``), "complex" (a complex value where ONNX has none), "runtime size"
+    higher opset: ``needs_opset``, from an ``OpsetRequirementError`` or, for a legacy-style
+    symbolic's plain message, its "pass opset_version=N"), "complex" (a complex value where ONNX has none), "runtime size"
     (a size known only at runtime where the lowering needs it fixed) or "conversion".
     """
 
-    def __init__(self, op: str, opset: int, scope: str, source: str, message: str):
+    def __init__(self, op: str, opset: int, scope: str, source: str, message: str, needs_opset: int | None = None,
+                 reason: str | None = None):
         self.op, self.opset, self.scope, self.source, self.message = op, opset, scope, source, message
-        found = _NEEDS_OPSET.search(message)
-        self.needs_opset = int(found.group(1)) if found and int(found.group(1)) > opset else None
+        self.reason = reason  # the declared condition, when the conversion raised OpsetRequirementError
+        if needs_opset is None:  # a legacy-style symbolic's plain message: "... (pass opset_version=N)"
+            found = _NEEDS_OPSET.search(message)
+            needs_opset = int(found.group(1)) if found else None
+        self.needs_opset = needs_opset if needs_opset is not None and needs_opset > opset else None
         lowered = message.lower()
         if self.needs_opset is not None:
             self.category = "opset"
@@ -175,6 +262,9 @@ class ConversionIssue:
     @classmethod
     def from_error(cls, error: BaseException, op: str, opset: int, scope: str, source: str) -> "ConversionIssue":
         """The issue an exception raised while converting ``op`` describes."""
+        if isinstance(error, OpsetRequirementError):
+            return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message,
+                       error.opset, error.reason)
         if isinstance(error, SymbolicValueError):
             return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message)
         return cls(op, opset, scope, source, f"{type(error).__name__}: {error}")

@@ -270,7 +270,7 @@ def angle(g, self):
     from .math import float_dtype
 
     if g.opset < 9:
-        sh.value_error("angle needs Where and IsNaN: opset 9 or higher (pass opset_version=9)", self)
+        sh.needs_opset(9, "ONNX Where and IsNaN", self)
     dtype = float_dtype(g, self)
     x = onnx_ops.cast(g, self, dtype)
     zero = g.constant(0.0, dtype)

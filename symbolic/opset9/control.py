@@ -14,9 +14,18 @@ from torchscript_onnx.mutation import inside, mutated_outside
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("prim::If", "prim::Loop"): {
+        "a value that is None on some paths of a branch or loop (ONNX optionals)": 16,
+        "a list of runtime length carried by a loop or branch (ONNX sequences)": 13},
+    "prim::Loop": {"a list of tensors filled in a loop (ONNX sequences)": 11},
+})
 
 INT64_MAX = 9223372036854775807
 
@@ -60,9 +69,9 @@ def to_sequence(g, value: Value, jit_type=None, min_opset: int = 11) -> Value:
     if g.opset < min_opset:
         hint = ("; below it a loop may only fill a list that is empty before it, appending once per "
                 "iteration without reading it" if min_opset > 11 else "")
-        sh.value_error(f"a list of runtime length {'carried by a loop or branch ' if min_opset > 11 else ''}"
-                       f"needs ONNX sequences: opset {min_opset} or later (pass opset_version={min_opset}){hint}",
-                       value)
+        reason = f"a list of runtime length{' carried by a loop or branch' if min_opset > 11 else ''} (ONNX sequences)"
+        sh.needs_opset(min_opset, reason, value,
+                       f"{reason} needs opset {min_opset} or higher (pass opset_version={min_opset}){hint}")
     items = [sh._as_value(item) for item in sh.unpack_list(value)]
     elem_type = jit_type.getElementType() if isinstance(jit_type, torch._C.ListType) else None
     dtype = number_dtype(elem_type) if elem_type is not None else None
@@ -157,8 +166,7 @@ def type_optionals(values, dtype, shape) -> None:
 
 def _require_optionals(g) -> None:
     if g.opset < 16:
-        sh.value_error("a value that is None on some paths of a branch or loop needs ONNX optionals: "
-                       "opset 16 or later (pass opset_version=16)")
+        sh.needs_opset(16, "a value that is None on some paths of a branch or loop (ONNX optionals)")
 
 
 def _as_optional(g, graphs_outputs: list, k: int) -> tuple:
@@ -312,8 +320,7 @@ def _from_scan(g, stacked: Value, element: Value, jit_list) -> Value:
     stacked.shape = None if element.shape is None else (None, *element.shape)
     if g.opset < 11:
         if isinstance(jit_list.type().getElementType(), torch._C.TensorType):
-            sh.value_error("a list of tensors filled in a loop needs ONNX sequences: opset 11 or later "
-                           "(pass opset_version=11)", stacked)
+            sh.needs_opset(11, "a list of tensors filled in a loop (ONNX sequences)", stacked)
         return stacked
     out = g.op("SplitToSequence", stacked, axis_i=0, keepdims_i=0)
     out.dtype, out.shape, out.sequence = element.dtype, element.shape, True

@@ -79,7 +79,7 @@ def filled(g, size, fill, dtype: torch.dtype) -> Value:
         number = number.item()
     if number is sh.UNKNOWN:  # the fill value is computed at runtime: broadcast it
         if g.opset < 8:
-            sh.value_error("a fill value known only at runtime needs opset 8 or higher (pass opset_version=8)", fill)
+            sh.needs_opset(8, "a fill value known only at runtime", fill)
         scalar = onnx_ops.cast(g, fill, dtype)
         if scalar.rank:
             scalar = g.op("Reshape", scalar, g.constant([], torch.int64))
@@ -90,7 +90,7 @@ def filled(g, size, fill, dtype: torch.dtype) -> Value:
     if dims is not None:
         return g.constant(torch.full(dims, number, dtype=dtype))
     if g.opset < 8:
-        sh.value_error("a size known only at runtime needs opset 8 or higher (pass opset_version=8)", size)
+        sh.needs_opset(8, "a size known only at runtime", size)
     return g.op("Expand", g.constant(number, dtype), shape_value(g, size))
 
 
@@ -99,7 +99,7 @@ def filled_like(g, self: Value, fill, dtype: torch.dtype) -> Value:
     if dims is not None or g.opset >= 9:
         return filled(g, dims if dims is not None else onnx_ops.shape_of(g, self), fill, dtype)
     if g.opset < 8:
-        sh.value_error("a size known only at runtime needs opset 8 or higher (pass opset_version=8)", self)
+        sh.needs_opset(8, "a size known only at runtime", self)
     return filled(g, g.op("Shape", self), fill, dtype)
 
 
@@ -230,8 +230,7 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
         parts = [_scalar(g, v, compute) for v in (start, end, step)]
         return onnx_ops.cast(g, g.op("Range", *parts), dtype)
     if g.opset < 9:
-        sh.value_error("arange with bounds known only at runtime needs opset 9 or higher (pass opset_version=9)",
-                       start)
+        sh.needs_opset(9, "bounds known only at runtime", start)
     # No Range before opset 11: NonZero over ceil((end - start) / step) ones numbers 0..n-1.
     if integral and bounds[0] == 0 and bounds[2] == 1:  # arange(n), n usually a size: n >= 0
         count = _scalar(g, end, torch.int64)
@@ -335,8 +334,7 @@ def linspace(g, start, end, steps, dtype=None, layout=None, device=None, pin_mem
     if sh.UNKNOWN not in (first, last, n):
         return g.constant(torch.linspace(first, last, int(n), dtype=out_dtype))
     if g.opset < 9:
-        sh.value_error("linspace with arguments known only at runtime needs opset 9 or higher (pass "
-                       "opset_version=9)", start)
+        sh.needs_opset(9, "arguments known only at runtime", start)
     # torch steps from both ends: start + i * step in the first half, end - (n - 1 - i) * step after.
     compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float64
     a, b = _scalar(g, start, compute), _scalar(g, end, compute)
@@ -377,7 +375,7 @@ def eye(g, n, *args):
     if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (g.opset < 9 or rows * cols <= MAX_FOLDED_ELEMENTS):
         return g.constant(torch.eye(rows, cols, dtype=out_dtype))  # what folding would make of EyeLike
     if g.opset < 9:
-        sh.value_error("eye with a size known only at runtime needs opset 9 or higher (pass opset_version=9)", n)
+        sh.needs_opset(9, "a size known only at runtime", n)
     size = Value("", elements=[v if isinstance(v, Value) else Value("", const=v) for v in (n, m)])
     zeros_ = filled(g, size, 0, out_dtype)
     return g.op("EyeLike", zeros_)

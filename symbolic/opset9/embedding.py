@@ -109,7 +109,7 @@ def embedding_renorm(g, self, indices, max_norm, norm_type):
     if node is not None and only_lookups(node):
         return self
     if g.opset < 9:
-        sh.value_error("embedding_renorm_ needs opset 9 or higher (pass opset_version=9)")
+        sh.needs_opset(9, "renormalising rows")
     renormed = renormed_rows(g, self, max_norm, norm_type)
     vocabulary = int_range(g, onnx_ops.size(g, self, 0))
     flat = g.op("Reshape", onnx_ops.cast(g, indices, torch.int64), g.constant([1, -1], torch.int64))
@@ -125,7 +125,7 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx)
     -> (Tensor, Tensor, Tensor, Tensor)"""
     if g.opset < 9:
-        sh.value_error("embedding_bag needs opset 9 or higher (pass opset_version=9)")
+        sh.needs_opset(9, "ONNX ops from opset 9")
     mode = _MODES[sh._get_const(mode, "i", "mode")]
     include_last = not sh.is_none(include_last_offset) and sh._get_const(include_last_offset, "b",
                                                                          "include_last_offset")

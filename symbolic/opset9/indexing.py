@@ -17,11 +17,26 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 from .math import as_operand
 from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where_all_dtypes
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::index_add", "aten::index_put"): {
+        "an index sized at runtime (Pad with a pads input)": 11},
+    "aten::scatter_add": {"a boolean input (ScatterElements reduction)": 16},
+    "aten::scatter_reduce": {"reduce='mean' (ScatterElements reduction)": 16},
+    "aten::masked_scatter": {"ONNX ScatterND": 11},
+    "aten::gather": {"an index shaped unlike the input outside dim, or a bool input (ONNX GatherElements)": 11},
+    "aten::take_along_dim": {"ONNX GatherElements": 11},
+    "aten::__getitem__": {"list bounds known only at runtime (Slice with inputs)": 10},
+    # onnx_ops.slice, the builder helper every slicing op uses
+    ("aten::slice", "aten::narrow"): {"Slice with runtime bounds or steps": 10},
+})
 INT64_MAX = onnx_ops.INT64_MAX
 
 
@@ -44,7 +59,7 @@ def _as_index(g, index: Value) -> Value:
 def need_opset_9(g, what: str) -> None:
     """Where, NonZero, Compress, Scatter and OneHot, and integer Less/Greater, came at opset 9."""
     if g.opset < 9:
-        sh.value_error(f"{what} needs ONNX ops from opset 9 (pass opset_version=9)")
+        sh.needs_opset(9, what)
 
 
 def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
@@ -125,8 +140,7 @@ def _slice_list_at_runtime(g, items, start, end, step):
     if not isinstance(step_value, int):
         sh.value_error("slicing a list needs a step known at export time", step)
     if g.opset < 10:
-        sh.value_error("slicing a list by bounds known only at runtime needs Slice with inputs, opset 10 "
-                       "(pass opset_version=10)")
+        sh.needs_opset(10, "list bounds known only at runtime (Slice with inputs)")
     elements = sh.unpack_list(items) if not items.is_const else [Value("", const=v) for v in items.const]
     if any(not isinstance(sh.const(e, 0), (bool, int, float)) and (e.rank or 0) > 0 for e in elements):
         sh.value_error("slicing a list of tensors needs bounds known at export time")
@@ -378,7 +392,7 @@ def _scatter_add(g, self, dim: int, positions: Value, updates: Value, covers: bo
         return onnx_ops.scatter_elements(g, self, dim, positions, updates, "add")
     need_opset_9(g, "scatter_add")
     if self.dtype == torch.bool:
-        sh.value_error("adding into a boolean tensor needs ScatterElements reduction (opset 16)", self)
+        sh.needs_opset(16, "a boolean input (ScatterElements reduction)", self)
     # the updates aimed at each slot, summed over the position axis
     hits = g.op("Where", _hits(g, self, dim, positions), onnx_ops.unsqueeze(g, updates, [dim + 1]),
                 g.constant(0, self.dtype))
@@ -402,8 +416,7 @@ def _pad_corner(g, self: Value, dim: int, reduced: Value, positions: Value, fill
     if not short:
         return reduced
     if g.opset < 11:
-        sh.value_error("scattering with an index whose sizes are known only at runtime needs ScatterElements "
-                       "reduction (opset 16) or Pad with a pads input (opset 11); pass opset_version=11", self)
+        sh.needs_opset(11, "an index sized at runtime (Pad with a pads input)", self)
     # the corner's size at runtime: pad the ends by what self has more (0 where they match)
     ends = g.op("Sub", onnx_ops.shape_of(g, self), onnx_ops.shape_of(g, reduced))
     pads = g.op("Concat", g.constant([0] * len(mine), torch.int64), ends, axis_i=0)
@@ -494,7 +507,7 @@ def masked_select(g, self, mask):
 def masked_scatter(g, self, mask, source):
     """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
     if g.opset < 11:
-        sh.value_error("masked_scatter needs ScatterND (opset 11; pass opset_version=11)")
+        sh.needs_opset(11, "ONNX ScatterND")
     mask = onnx_ops.cast(g, mask, torch.bool)
     if sh.static_sizes(mask) != sh.static_sizes(self) or sh.static_sizes(self) is None:
         mask = g.op("Expand", mask, onnx_ops.shape_of(g, self))
@@ -524,8 +537,7 @@ def _gather_one_hot(g, self, dim: int, index) -> Value:
     mine, theirs = sh.sizes(self), sh.sizes(index)
     if mine is None or theirs is None or any(a != b for k, (a, b) in enumerate(zip(mine, theirs)) if k != dim) \
             or self.dtype == torch.bool:
-        sh.value_error("gather before opset 11 needs the index shaped like the input outside `dim` and a "
-                       "numeric input; GatherElements (opset 11) has no such limit: pass opset_version=11")
+        sh.needs_opset(11, "an index shaped unlike the input outside dim, or a bool input (ONNX GatherElements)")
     depth = onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0]) if not sh.is_static(self, dim) \
         else g.constant([mine[dim]], torch.int64)
     on_off = g.constant([0, 1], self.dtype)
@@ -542,7 +554,7 @@ def take_along_dim(g, self, indices, dim=None):
         index = g.op("Reshape", indices, g.constant([-1], torch.int64))
         return g.op("Gather", flat, normalize_index(g, index, flat, 0), axis_i=0)
     if g.opset < 11:
-        sh.value_error("take_along_dim needs GatherElements (opset 11; pass opset_version=11)")
+        sh.needs_opset(11, "ONNX GatherElements")
     rank = require_rank("take_along_dim", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
     index = _as_index(g, indices)
@@ -612,8 +624,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
     updates = _scatter_updates(g, self, index, src)
     since = 18 if mode in ("amax", "amin") else 16
     if g.opset < since and mode == "mean":
-        sh.value_error(f"scatter_reduce with reduce={mode!r} needs ScatterElements reduction (opset {since}; "
-                       f"pass opset_version={since})")
+        sh.needs_opset(since, f"reduce={mode!r} (ScatterElements reduction)")
     base = self
     if not keep:
         identity = _REDUCE_IDENTITY[mode]
@@ -648,7 +659,7 @@ def copy(g, self, src, non_blocking=None):
     if sh.static_sizes(src) is not None and sh.static_sizes(src) == sh.static_sizes(self):
         return src
     if g.opset < 8:
-        sh.value_error("copying a broadcast value needs ONNX Expand (opset 8; pass opset_version=8)")
+        sh.needs_opset(8, "copying a broadcast value (ONNX Expand)")
     return g.op("Expand", src, onnx_ops.shape_of(g, self))
 
 

@@ -27,7 +27,7 @@ def matmul_typed(g, a: Value, b: Value) -> Value:
 
     dtype = g.output_dtype() or sh.promote_types(a, b)
     if dtype is not None and not dtypes.is_floating(dtype) and g.opset < 9:
-        sh.value_error("MatMul of integer tensors needs opset 9 or higher (pass opset_version=9)", a)
+        sh.needs_opset(9, "integer inputs (typed MatMul)", a)
     if dtype in (torch.int8, torch.uint8, torch.int16, torch.bool):
         # MatMul takes 32/64-bit integers only
         product = g.op("MatMul", onnx_ops.cast(g, a, torch.int64), onnx_ops.cast(g, b, torch.int64))
@@ -157,7 +157,7 @@ def trace(g, self):
     out_dtype = g.output_dtype() or sum_dtype(self.dtype)
     x = onnx_ops.cast(g, self, out_dtype)
     if g.opset < 9:
-        sh.value_error("trace needs EyeLike: opset 9 or higher (pass opset_version=9)", self)
+        sh.needs_opset(9, "ONNX EyeLike", self)
     diagonal = g.op("Mul", x, g.op("EyeLike", x))
     return reduce(g, "ReduceSum", diagonal, None, False)
 

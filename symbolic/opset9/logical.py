@@ -16,10 +16,18 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 from .math import as_operand, compare, floor_divide_int, isnan as isnan_value, native_dtype, require_opset
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::bitwise_and", "aten::__and__", "aten::__iand__"): {"integer inputs (ONNX BitwiseAnd)": 18},
+    ("aten::bitwise_or", "aten::__or__", "aten::__ior__"): {"integer inputs (ONNX BitwiseOr)": 18},
+    ("aten::bitwise_xor", "aten::__xor__", "aten::__ixor__"): {"integer inputs (ONNX BitwiseXor)": 18},
+})
 
 _INF = float("inf")
 
@@ -138,7 +146,7 @@ def bitwise(g, op_type: str, self, other) -> Value:
         return g.op(op_type, as_operand(g, self, dtype), as_operand(g, other, dtype))
     if dtypes.is_floating(dtype):
         sh.value_error(f"bitwise {op_type.lower()} is not defined for {dtype}")
-    require_opset(g, 18, f"bitwise {op_type.lower()} of integer tensors (ONNX Bitwise{op_type})")
+    require_opset(g, 18, f"integer inputs (ONNX Bitwise{op_type})")
     return g.op(f"Bitwise{op_type}", as_operand(g, self, dtype), as_operand(g, other, dtype))
 
 

@@ -105,7 +105,7 @@ def native_dtype(g, op_type: str, dtype: torch.dtype | None, index: int = 0) -> 
 def require_opset(g, opset: int, what: str) -> None:
     """Raise the clear error for conversions ONNX can express only from ``opset`` on."""
     if g.opset < opset:
-        sh.value_error(f"{what} needs opset {opset} or higher (pass opset_version={opset})")
+        sh.needs_opset(opset, what)
 
 
 def result_dtype(g, *operands) -> torch.dtype | None:

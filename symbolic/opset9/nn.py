@@ -8,9 +8,21 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
+     "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices"): {"dilation > 1": 10},
+    ("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
+     "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices", "aten::avg_pool1d", "aten::avg_pool2d",
+     "aten::avg_pool3d"): {"ceil_mode=True with spatial sizes known only at runtime": 10},
+    ("aten::feature_dropout", "aten::alpha_dropout", "aten::native_dropout"): {
+        "training mode (Dropout with training_mode)": 12},
+})
 
 
 def _expand_list(values, n: int) -> list[int]:
@@ -198,7 +210,7 @@ def ceil_mode_pads(input: Value, kernel, stride, pads, dilation) -> list[int]:
     n = len(kernel)
     spatial = sh.sizes(input)[2:] if input.shape is not None else None
     if spatial is None or any(not isinstance(d, int) for d in spatial):
-        sh.value_error("ceil_mode pooling before opset 10 needs static spatial sizes (or opset_version>=10)", input)
+        sh.needs_opset(10, "ceil_mode=True with spatial sizes known only at runtime", input)
     end = list(pads[n:])
     for i, size in enumerate(spatial):
         effective = dilation[i] * (kernel[i] - 1) + 1
@@ -220,7 +232,7 @@ def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: i
     attrs = dict(kernel_shape_i=kernel, strides_i=stride)
     if any(d != 1 for d in dilation):
         if g.opset < 10:
-            sh.value_error("pooling with dilation needs opset 10 or higher (pass opset_version=10)")
+            sh.needs_opset(10, "dilation > 1")
         attrs["dilations_i"] = dilation
     if ceil_mode:
         if sh.static_sizes(input) is None and g.opset >= 10:
@@ -238,7 +250,7 @@ def _max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
 
 def _max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
     if g.opset < 8:
-        sh.value_error("max pooling with indices needs opset 8 or higher (pass opset_version=8)", input)
+        sh.needs_opset(8, "indices (MaxPool with a second output)", input)
     attrs = pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n)
     values, indices = g.op("MaxPool", input, outputs=2, **attrs)
     # ONNX indexes the whole flattened tensor, torch each (batch, channel) plane: subtract the
@@ -632,8 +644,7 @@ def feature_dropout(g, input, p, train):
 
 def _feature_ones(g, input, op):
     if g.opset < 12:
-        sh.value_error(f"{op} in training mode needs Dropout with training_mode, from opset 12 "
-                       "(pass opset_version=12)")
+        sh.needs_opset(12, "training mode (Dropout with training_mode)")
     sizes = sh.sizes(input) or []
     if len(sizes) < 2 or not all(isinstance(n, int) for n in sizes[:2]):
         sh.value_error(f"{op} in training mode needs static batch and channel dims", input)
@@ -646,8 +657,7 @@ def alpha_dropout(g, input, p, train):
     if not sh._get_const(train, "b", "train"):
         return input
     if g.opset < 12:
-        sh.value_error("alpha_dropout in training mode needs Dropout with training_mode, from opset 12 "
-                       "(pass opset_version=12)")
+        sh.needs_opset(12, "training mode (Dropout with training_mode)")
     p = sh._get_const(p, "f", "p")
     _, keep = g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
     return _alpha_mix(g, input, keep, p)
@@ -673,8 +683,7 @@ def native_dropout(g, input, p, train):
         shape = onnx_ops.shape_of(g, input)
         return input, g.op("ConstantOfShape", shape, value_t=torch.ones(1, dtype=torch.bool))
     if g.opset < 12:
-        sh.value_error("native_dropout in training mode needs Dropout with training_mode, from opset 12 "
-                       "(pass opset_version=12)")
+        sh.needs_opset(12, "training mode (Dropout with training_mode)")
     p = sh._get_const(p, "f", "p")
     return g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
 

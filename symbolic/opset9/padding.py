@@ -13,9 +13,18 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d", "aten::reflection_pad2d",
+     "aten::reflection_pad3d", "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"): {
+        "pads known only at runtime (Pad with a pads input)": 11},
+    ("aten::pad", "aten::_pad_circular"): {"pads known only at runtime (Pad with a pads input and wrap mode)": 19},
+})
 
 _MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
@@ -54,9 +63,10 @@ def _runtime_pad(g, input, pairs, mode, value, op, pads=None):
     need = 19 if mode == "circular" else 11
     if g.opset < need:
         # legacy's wording first: callers match on it
-        sh.value_error(f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding must be "
-                       f"constant. Please try opset version {need} ({op}: pads known only at runtime need Pad with "
-                       f"a pads input{' and wrap mode' * (need == 19)}, opset {need}; pass opset_version={need})")
+        reason = f"pads known only at runtime (Pad with a pads input{' and wrap mode' * (need == 19)})"
+        sh.needs_opset(need, reason, None,
+                       f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding must be "
+                       f"constant. Please try opset version {need} ({op}: {reason}; pass opset_version={need})")
     if pads is None:
         items = [b for b, _ in pairs] + [e for _, e in pairs]
         parts = []

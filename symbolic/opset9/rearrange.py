@@ -8,10 +8,16 @@ import torch
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 from .nn import conv_transpose
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    "aten::col2im": {"a channel dim sized at runtime (ONNX Col2Im)": 18},
+})
 
 
 def _shuffle(g, self, groups: int, op: str):
@@ -82,7 +88,7 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     _float_input(self, "col2im")
     blocks = kernel_size[0] * kernel_size[1]
     if not sh.is_static(x, 1):
-        sh.value_error("col2im before opset 18 needs a static channel dim (or opset_version=18)", self)
+        sh.needs_opset(18, "a channel dim sized at runtime (ONNX Col2Im)", self)
     channels = sh.sizes(x)[1] // blocks
     grid = [(size + 2 * p - d * (k - 1) - 1) // s + 1
             for size, k, d, p, s in zip(output_size, kernel_size, dilation, padding, stride)]

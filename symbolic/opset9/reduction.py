@@ -18,9 +18,16 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::cumsum", "aten::cumprod", "aten::logcumsumexp"): {"a dim of runtime size": 11},
+    ("aten::kthvalue", "aten::median"): {"k known only at runtime": 10},
+})
 
 _REDUCE_TYPES = frozenset({torch.float16, torch.float32, torch.float64, torch.int32, torch.int64})
 
@@ -89,7 +96,7 @@ def float_input(g, x: Value) -> Value:
 
 def is_nan(g, x: Value) -> Value:
     if g.opset < 9:
-        sh.value_error("NaN tests need IsNaN: opset 9 or higher (pass opset_version=9)", x)
+        sh.needs_opset(9, "a NaN test (ONNX IsNaN)", x)
     return g.op("IsNaN", x)
 
 
@@ -539,13 +546,13 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
         if trailing:
             mask = onnx_ops.unsqueeze(g, mask, list(range(2, 2 + len(trailing))))
     else:
-        sh.value_error(f"{name} along a dim of runtime size needs opset 11 or higher (pass opset_version=11)", x)
+        sh.needs_opset(11, "a dim of runtime size", x)
     spread = onnx_ops.unsqueeze(g, x, [axis])
     if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
         masked = g.op("Mul", spread, onnx_ops.cast(g, mask, x.dtype))
     else:
         if g.opset < 9:
-            sh.value_error(f"{name} needs Where: opset 9 or higher (pass opset_version=9)", x)
+            sh.needs_opset(9, "ONNX Where", x)
         masked = g.op("Where", mask, spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
 
@@ -589,7 +596,7 @@ def kth_smallest(g, x: Value, k, axis: int, keepdim: bool) -> tuple[Value, Value
         values, indices = g.op("TopK", values_in, k_value, axis_i=axis, outputs=2, **attrs)
     else:
         if not isinstance(k, int):
-            sh.value_error("k known only at runtime needs opset 10 or higher (pass opset_version=10)", x)
+            sh.needs_opset(10, "k known only at runtime", x)
         values, indices = g.op("TopK", values_in, k_i=k, axis_i=axis, outputs=2)
     last = g.constant(k - 1, torch.int64) if isinstance(k, int) else g.op("Sub", k, g.constant(1, torch.int64))
     if keepdim:

@@ -45,7 +45,7 @@ def int_range(g, n) -> Value:
     that, NonZero over n ones."""
     count = sh.const(n)
     if count is sh.UNKNOWN and g.opset < 9:
-        sh.value_error("a range of runtime length needs opset 9 or higher (pass opset_version=9)")
+        sh.needs_opset(9, "a range of runtime length")
     if count is not sh.UNKNOWN:
         count = count.reshape(-1)[0].item() if isinstance(count, torch.Tensor) else int(count)
         return g.constant(torch.arange(count, dtype=torch.int64))
@@ -166,8 +166,7 @@ def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], h
     """LSTM with proj_size > 0: ONNX LSTM has no output projection, so each layer and direction is
     a Scan over time whose body is one LSTM step (torch's gate order) followed by the projection."""
     if g.opset < 9:
-        sh.value_error("lstm with proj_size > 0 is lowered to Scan, which needs opset 9 or higher "
-                       "(pass opset_version=9)")
+        sh.needs_opset(9, "proj_size > 0 (ONNX Scan)")
     dirs = 2 if bidirectional else 1
     per_layer = 5 if has_biases else 3
     h0, c0 = states

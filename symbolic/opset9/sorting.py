@@ -8,12 +8,20 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 from .indexing import INT64_MAX, _int_const, gather, need_opset_9
 from .math import as_operand
 from .tensor import axis_of, require_rank
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::topk", "aten::sort", "aten::argsort"): {"k known only at runtime": 10, "non-float input": 11},
+    ("aten::_unique", "aten::_unique2", "aten::unique_dim"): {"ONNX Unique": 11},
+    "aten::unique_consecutive": {"return_inverse=True (ONNX CumSum)": 11},
+})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -27,10 +35,10 @@ def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
                                       k, axis, largest, sorted_)
         return onnx_ops.cast(g, values, torch.bool), indices
     if g.opset < 11 and not self.dtype.is_floating_point:
-        sh.value_error("TopK on non-float tensors needs opset 11 (pass opset_version=11)", self)
+        sh.needs_opset(11, "non-float input", self)
     if g.opset < 10:
         if not isinstance(k, int):
-            sh.value_error("TopK with k known only at runtime needs opset 10 (pass opset_version=10)", k)
+            sh.needs_opset(10, "k known only at runtime", k)
         source = self if largest else g.op("Neg", self)
         values, indices = g.op("TopK", source, k_i=k, axis_i=axis, outputs=2)
     else:
@@ -148,7 +156,7 @@ def one_hot(g, self, num_classes=None):
 
 def _unique_all(g, self, axis: int | None):
     if g.opset < 11:
-        sh.value_error("unique needs ONNX Unique (opset 11; pass opset_version=11)", self)
+        sh.needs_opset(11, "ONNX Unique", self)
     kwargs = {} if axis is None else {"axis_i": axis}
     # onnxruntime's Unique takes float, double, int8 and int64: compute others in a wider type
     wide = {torch.float16: torch.float32, torch.bfloat16: torch.float32}.get(self.dtype, torch.int64)
@@ -200,7 +208,7 @@ def unique_consecutive(g, self, return_inverse=None, return_counts=None, dim=Non
     outputs = [values]
     if bool(_int_const(return_inverse, False)):
         if g.opset < 11:
-            sh.value_error("unique_consecutive(return_inverse=True) needs CumSum (opset 11; pass opset_version=11)")
+            sh.needs_opset(11, "return_inverse=True (ONNX CumSum)")
         position = g.op("CumSum", onnx_ops.cast(g, starts, torch.int64), g.constant(0, torch.int64))
         inverse = g.op("Sub", position, g.constant(1, torch.int64))
         outputs.append(g.op("Reshape", inverse, onnx_ops.shape_of(g, self)))

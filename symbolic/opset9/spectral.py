@@ -41,7 +41,7 @@ def _runtime_window(g, window_length, periodic: bool, out_dtype: torch.dtype, sh
     """``shape(x)`` over x = i / N for i < n, N = n when periodic else n - 1 (at least 1);
     a length-1 window is [1], as in torch."""
     if g.opset < 9:
-        sh.value_error("a window of runtime length needs opset 9 (pass opset_version=9)", window_length)
+        sh.needs_opset(9, "a window of runtime length", window_length)
     compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float32
     index = arange_between(g, 0, window_length, 1, compute)
     length = _scalar(g, window_length, compute)

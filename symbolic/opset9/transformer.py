@@ -16,10 +16,17 @@ from torchscript_onnx.ir import Value
 
 from .. import onnx_ops
 from .. import symbolic_helper as sh
-from ..registry import onnx_symbolic
+from ..registry import declare_opset_requirements, onnx_symbolic
 from .math import require_opset
 
 _onnx_symbolic = onnx_symbolic(9)
+
+# When an op here needs a higher opset than it is registered at: the condition (the reason its
+# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+declare_opset_requirements({
+    ("aten::scaled_dot_product_attention", "aten::_native_multi_head_attention"): {
+        "is_causal=True with a dynamic sequence (ONNX Range)": 11},
+})
 
 
 def _weight(g, weight, dtype) -> Value | None:
@@ -128,7 +135,7 @@ def causal_mask(g, query: Value, key: Value) -> Value:
     length, source = dims_q[-2], dims_k[-2]
     if isinstance(length, int) and isinstance(source, int):
         return g.constant(torch.ones(length, source, dtype=torch.bool).tril(), torch.bool)
-    require_opset(g, 11, "scaled_dot_product_attention(is_causal=True) with a dynamic sequence (it uses Range)")
+    require_opset(g, 11, "is_causal=True with a dynamic sequence (ONNX Range)")
     zero, one = g.constant(0, torch.int64), g.constant(1, torch.int64)
     rows = g.op("Range", zero, onnx_ops.size(g, query, -2), one)
     cols = g.op("Range", zero, onnx_ops.size(g, key, -2), one)
