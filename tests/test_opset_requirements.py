@@ -278,3 +278,15 @@ def test_supported_ops_doc_shows_the_conditions():
     assert "k known only at runtime: 10+; non-float input: 11+" in lines["aten::topk"]
     assert "a 5-D (volumetric) input: 20+" in lines["aten::grid_sampler"]
     assert lines["aten::abs"].endswith("|  |")
+
+
+class PadByList(torch.nn.Module):
+    def forward(self, x, pads: list[int]):
+        return F.pad(x, pads)
+
+
+def test_a_list_graph_input_states_its_requirement():
+    """Raised while the graph inputs are added, before any node: typed too."""
+    with pytest.raises(OpsetRequirementError) as info:
+        export(torch.jit.script(PadByList()), (torch.randn(1, 2, 3), [1, 1]), io.BytesIO(), opset_version=10)
+    assert info.value.opset == 11 and "the list input" in str(info.value) and "pass opset_version=11" in str(info.value)

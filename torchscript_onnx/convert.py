@@ -248,8 +248,7 @@ class Converter:
         sequence type, as legacy makes it: numbers are 0-d tensors of the list's element type,
         tensors keep the examples' dtype and the dims they share."""
         if self.options.opset_version < 11:
-            raise OnnxExporterError(f"the list input {name!r} needs ONNX sequences: opset 11 or later "
-                                    f"(pass opset_version=11)")
+            raise OpsetRequirementError(11, f"the list input {name!r} (ONNX sequences)")
         element = jit_value.type().getElementType()
         dtype = next((d for kind, d in _NUMBER_TYPES.items() if isinstance(element, kind)), None)
         tensors = [e for e in example if isinstance(e, torch.Tensor)]
