@@ -5,14 +5,15 @@ import sys as _sys
 
 from .api import __version__, build, export, export_to_pretty_string
 from .capture import is_in_onnx_export, select_model_mode_for_export
-from .errors import CheckerError, OnnxExporterError, OnnxExporterWarning, SymbolicValueError, UnsupportedOperatorError
+from .errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
+                     UnsupportedOperatorError)
 from .install import install, installed, uninstall
 from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
 from .registration import register_custom_op_symbolic, supported_ops, unregister_custom_op_symbolic
 
 __all__ = [
     "DEFAULT_OPSET", "MAX_OPSET", "MIN_OPSET", "CheckerError", "OnnxExporterError", "OnnxExporterWarning",
-    "OperatorExportTypes", "install", "installed", "uninstall",
+    "OperatorExportTypes", "OpsetRequirementError", "install", "installed", "uninstall",
     "SymbolicValueError", "TrainingMode", "UnsupportedOperatorError", "__version__", "build", "export",
     "export_to_pretty_string", "is_in_onnx_export", "register_custom_op_symbolic",
     "select_model_mode_for_export", "supported_ops", "unregister_custom_op_symbolic",

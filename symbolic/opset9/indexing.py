@@ -647,7 +647,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Writes that the in-place pass (torchscript_onnx/prepare_inplace.py) produces, and copy_
+# Writes that the in-place pass (torchscript_onnx/prepare/inplace.py) produces, and copy_
 
 
 @_onnx_symbolic("aten::copy")

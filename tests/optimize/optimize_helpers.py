@@ -1,10 +1,12 @@
-"""Build small graphs by hand, run them in onnxruntime, compare before and after a pass."""
+"""Build small graphs by hand (or wrap a function as a module to export), run them in onnxruntime,
+compare before and after a pass."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+import torch
 
 from torchscript_onnx import serialize
 from torchscript_onnx.context import GraphContext
@@ -32,3 +34,14 @@ def run(graph: Graph, feeds: dict[str, np.ndarray], opset: int = OPSET) -> list[
 
 def op_types(graph: Graph) -> list[str]:
     return [node.op_type for node in graph.nodes]
+
+
+class Fn(torch.nn.Module):
+    """A module whose forward is ``fn``: export a lambda as a model."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)

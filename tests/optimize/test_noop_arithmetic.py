@@ -11,16 +11,8 @@ import onnxruntime as ort
 import pytest
 import torch
 
+from optimize_helpers import Fn
 from torchscript_onnx import export
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 class OnesWeight(torch.nn.Module):

@@ -10,6 +10,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
+from optimize_helpers import Fn
 from torchscript_onnx import export
 
 # (name, function, input shape, dynamic dims of the input, Reshape nodes expected left)
@@ -21,15 +22,6 @@ CASES = [
     # the target is computed at runtime from the dynamic batch: not provably a no-op
     ("dynamic_batch", lambda x: x.reshape(x.size(0), -1, 4) + 1, (2, 3, 4), (0,), 1),
 ]
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @pytest.mark.parametrize("name,fn,shape,dynamic,reshapes", CASES, ids=[c[0] for c in CASES])

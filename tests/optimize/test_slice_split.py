@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import torchscript_onnx.optimize as optimize_module
+from optimize_helpers import Fn
 from torchscript_onnx import export
 
 
@@ -44,15 +45,6 @@ CASES = [
     ("two_tensors", lambda x: torch.cat((x[..., 4:], (x * 2)[..., :4]), -1), (2, 8), (0,), 18, 0, 2, False),
     ("dynamic_axis", lambda x: torch.cat((x[2:], x[:2] * 2)), (4, 3), (0,), 18, 0, 2, False),
 ]
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 def _outputs(fn, shape) -> int:
