@@ -1,6 +1,7 @@
 """The symbolic registry: ``"ns::op"`` x opset -> conversion function.
 
-Built-in modules register with ``onnx_symbolic(opset)("aten::relu")``. Lookup follows the legacy
+Built-in conversions register with ``@symbolic("aten::celu", since=12)`` (``since`` defaults to 9)
+in ``symbolic/ops/<topic>.py``, every version of an op side by side. Lookup follows the legacy
 fall-through: for a target opset >= 9, the highest registered version <= target; for targets 7 and
 8, the lowest registered version in target..9 (opset 7/8 modules only override what opset 9
 defines). User registrations (``register_custom_op_symbolic``) win over built-ins at and above
@@ -17,8 +18,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
-# Symbolic modules, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
-BUILTIN_MODULES = tuple(f"symbolic.symbolic_opset{n}" for n in range(7, 27))
+# The built-in conversions, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
+BUILTIN_MODULES = ("symbolic.ops",)
 
 
 class _Entry:
@@ -66,21 +67,19 @@ def _load_builtins() -> None:
         importlib.import_module(module)
 
 
-def onnx_symbolic(opset: int):
-    """Decorator factory for built-in modules: ``_onnx_symbolic = onnx_symbolic(9)``."""
+def symbolic(name: str, since: int = 9):
+    """Register the decorated function as the built-in conversion of ``name`` from opset ``since``
+    on, until a version registered since a higher opset takes over (``symbolic/ops/``)."""
 
-    def register(name: str):
-        def decorate(fn: Callable) -> Callable:
-            check_name(name)
-            entry = _REGISTRY.setdefault(name, _Entry())
-            if opset in entry.builtin:
-                raise ValueError(f"{name} is registered twice at opset {opset}")
-            entry.builtin[opset] = fn
-            return fn
+    def decorate(fn: Callable) -> Callable:
+        check_name(name)
+        entry = _REGISTRY.setdefault(name, _Entry())
+        if since in entry.builtin:
+            raise ValueError(f"{name} is registered twice at opset {since}")
+        entry.builtin[since] = fn
+        return fn
 
-        return decorate
-
-    return register
+    return decorate
 
 
 # op -> {condition: the lowest opset that converts the op under it}, declared by the topic modules

@@ -6,12 +6,9 @@ DequantizeLinear, IsInf, ReverseSequence, RoiAlign, NonMaxSuppression appear; Up
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset10``, each read
 as our built-in conversion of that op at opset 10 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset10.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset10.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset10 import math as _math  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

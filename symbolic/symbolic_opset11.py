@@ -6,17 +6,9 @@ Sequence ops, Loop/If changes; negative axes are allowed almost everywhere.
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset11``, each read
 as our built-in conversion of that op at opset 11 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset11.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset11.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset11 import (  # noqa: F401
-    reduction as _reduction,
-    linalg as _linalg,
-    embedding as _embedding,
-    sequence as _sequence,
-)
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -5,16 +5,9 @@ LessOrEqual, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, ArgMax select_l
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset12``, each read
 as our built-in conversion of that op at opset 12 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset12.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset12.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset12 import (  # noqa: F401
-    activation as _activation,
-    linalg as _linalg,
-    loss as _loss,
-)
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -5,12 +5,9 @@ GRU/LSTM/RNN layout.
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset14``, each read
 as our built-in conversion of that op at opset 14 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset14.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset14.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset14 import activation as _activation  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

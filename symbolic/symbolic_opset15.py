@@ -4,12 +4,9 @@ ONNX 15: Shape gains start/end; Bernoulli, CastLike, Optional types, OptionalHas
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset15``, each read
 as our built-in conversion of that op at opset 15 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset15.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset15.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset15 import creation as _creation  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -4,12 +4,9 @@ ONNX 16: GridSample, ScatterElements/ScatterND reduction, LeakyRelu/PRelu bfloat
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset16``, each read
 as our built-in conversion of that op at opset 16 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset16.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset16.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset16 import rearrange as _rearrange  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

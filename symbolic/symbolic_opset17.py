@@ -4,15 +4,9 @@ ONNX 17: LayerNormalization, DFT, STFT, window functions, MelWeightMatrix, Seque
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset17``, each read
 as our built-in conversion of that op at opset 17 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset17.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset17.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset17 import (  # noqa: F401
-    transformer as _transformer,
-    spectral as _spectral,
-)
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -5,15 +5,9 @@ RegexFullMatch, StringConcat, StringSplit.
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset20``, each read
 as our built-in conversion of that op at opset 20 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset20.<name>(g, ...)`` runs ours. Conversions register by importing the
-topic modules below.
+symbolic's ``symbolic_opset20.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset20 import (  # noqa: F401
-    activation as _activation,
-    rearrange as _rearrange,
-)
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

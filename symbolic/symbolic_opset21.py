@@ -5,11 +5,9 @@ per-group-channel fix.
 
 The legacy facade: the legacy exporter has no ``symbolic_opset21``; this one exposes the names of
 its newest, ``symbolic_opset20``, each read as our built-in conversion of that op at opset 21
-(``registry.legacy_facade``). Conversions register by importing the topic modules below.
+(``registry.legacy_facade``).
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset21 import normalization as _normalization  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -4,11 +4,9 @@ ONNX 23: Attention, RMSNormalization, RotaryEmbedding; float4e2m1; Cast/Quantize
 
 The legacy facade: the legacy exporter has no ``symbolic_opset23``; this one exposes the names of
 its newest, ``symbolic_opset20``, each read as our built-in conversion of that op at opset 23
-(``registry.legacy_facade``). Conversions register by importing the topic modules below.
+(``registry.legacy_facade``).
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset23 import transformer as _transformer  # noqa: F401
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

@@ -1,42 +1,12 @@
-"""Opset 9: the base set. Most conversions live here and serve every later opset until a higher
-module registers the op again. ONNX 9 added Where, Erf, Shrink, Sign, Sinh/Cosh/..., NonZero,
+"""Opset 9: the base set, the opset most conversions are registered at (``symbolic/ops/``); each
+serves every later opset until a version registered ``since`` a higher one takes over. ONNX 9 added Where, Erf, Shrink, Sign, Sinh/Cosh/..., NonZero,
 ConstantOfShape, EyeLike, Scatter, OneHot, MaxUnpool, Compress, IsNaN and typed MatMul/Flatten.
 
 The legacy facade: exactly the public names of the legacy exporter's ``symbolic_opset9``, each read
 as our built-in conversion of that op at opset 9 (``registry.legacy_facade``), so a legacy custom
-symbolic's ``symbolic_opset9.<name>(g, ...)`` runs ours. Conversions register by importing the topic
-modules below.
+symbolic's ``symbolic_opset9.<name>(g, ...)`` runs ours.
 """
 
-# Importing the topic modules registers their conversions (in this order).
-from .opset9 import (  # noqa: F401
-    math as _math,
-    trigonometry as _trigonometry,
-    rounding as _rounding,
-    activation as _activation,
-    logical as _logical,
-    nn as _nn,
-    prim as _prim,
-    tensor as _tensor,
-    control as _control,
-    reduction as _reduction,
-    rnn as _rnn,
-    embedding as _embedding,
-    indexing as _indexing,
-    creation as _creation,
-    linalg as _linalg,
-    joining as _joining,
-    autograd as _autograd,
-    transformer as _transformer,
-    sorting as _sorting,
-    resize as _resize,
-    padding as _padding,
-    rearrange as _rearrange,
-    normalization as _normalization,
-    loss as _loss,
-    quantized as _quantized,
-    spectral as _spectral,
-)
 from .registry import legacy_facade as _legacy_facade
 
 __all__ = [

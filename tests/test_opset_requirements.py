@@ -218,15 +218,15 @@ def test_conversion_issue_reads_a_plain_message(message, opset, needs):
 
 
 def _literal_requirements() -> list[tuple[str, int, int, str]]:
-    """(file, line, opset, reason) of every sh.needs_opset call in symbolic/ (or of a topic file's
-    helper around it) whose opset and reason are literals (the others take them from their callers
-    or compute them)."""
+    """(file, line, opset, reason) of every sh.needs_opset call in symbolic/ and in the builder's
+    schema helpers (onnx_ops, or a topic file's helper around it) whose opset and reason are
+    literals (the others take them from their callers or compute them)."""
     found = []
-    for path in sorted(SYMBOLIC.rglob("*.py")):
+    for path in sorted(SYMBOLIC.rglob("*.py")) + [SYMBOLIC.parent / "torchscript_onnx" / "onnx_ops.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             helper = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
-            if helper in ("sh.needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)
-                args = node.args if helper == "sh.needs_opset" else node.args[1:]
+            if helper in ("sh.needs_opset", "_needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)
+                args = node.args if helper in ("sh.needs_opset", "_needs_opset") else node.args[1:]
                 if len(args) >= 2 and all(isinstance(a, ast.Constant) for a in args[:2]):
                     found.append((path.name, node.lineno, args[0].value, args[1].value))
     return found

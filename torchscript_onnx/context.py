@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from . import folding, shapes
+from . import folding, onnx_ops, shapes
 from .ir import UNKNOWN, Graph, Node, Value
 from .options import ExportOptions
 
@@ -123,7 +123,7 @@ class GraphContext:
         from .dtypes import SCALAR_NAME_TO_TORCH
 
         dtype = SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
-        # a quantized tensor is its dequantized float inside the converter (symbolic/opset9/quantized.py)
+        # a quantized tensor is its dequantized float inside the converter (symbolic/ops/quantized.py)
         return torch.float32 if dtype in (torch.quint8, torch.qint8, torch.qint32) else dtype
 
     def materialize(self, value: Value | None) -> Value | None:
@@ -182,8 +182,6 @@ class GraphContext:
 
     def _list_to_tensor(self, value: Value) -> Value:
         """A list of int scalars (some known only at runtime) as one 1-D int64 tensor."""
-        from symbolic import onnx_ops  # the schema helpers live with the symbolics
-
         parts = []
         for element in value.elements:
             if element.is_const:

@@ -11,7 +11,7 @@ def inline_autograd_functions(graph: torch._C.Graph) -> None:
     """Replace each traced ``torch.autograd.Function`` call (a ``prim::PythonOp`` carrying the
     ops its forward ran as a ``Subgraph``) by those ops, as the legacy ``autograd_inlining=True``
     does. Functions nested inside a Function are inlined too; Functions with a ``symbolic``
-    staticmethod are left for it (symbolic/opset9/autograd.py)."""
+    staticmethod are left for it (symbolic/ops/autograd.py)."""
     while True:
         calls = [n for n in iter_nodes(graph.block()) if n.kind() == "prim::PythonOp"
                  and "Subgraph" in n.attributeNames() and not _has_symbolic(n)]

@@ -1,1 +1,0 @@
-"""Opset 15 conversions by topic; ``symbolic.symbolic_opset15`` re-exports them."""

@@ -1,1 +1,0 @@
-"""Opset 18 conversions by topic; ``symbolic.symbolic_opset18`` re-exports them."""

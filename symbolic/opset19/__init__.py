@@ -1,1 +1,0 @@
-"""Opset 19 conversions by topic; ``symbolic.symbolic_opset19`` re-exports them."""

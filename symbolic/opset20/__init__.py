@@ -1,1 +1,0 @@
-"""Opset 20 conversions by topic; ``symbolic.symbolic_opset20`` re-exports them."""

@@ -1,1 +1,0 @@
-"""Opset 22 conversions by topic; ``symbolic.symbolic_opset22`` re-exports them."""

@@ -1,1 +1,0 @@
-"""Opset 9 conversions, split by topic; ``symbolic.symbolic_opset9`` re-exports them all."""
