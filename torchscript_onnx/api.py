@@ -228,9 +228,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     model_proto = _model_proto(graph, ctx, options, value_info=value_info, metadata_props=metadata_props,
                                node_metadata=NodeMetadata(model) if provenance else None,
                                doc_string=_doc_string(model, scripted, options.opset_version))
-    from .functions import onnxscript_functions
-
-    model_proto.functions.extend(functions + onnxscript_functions(ctx))
+    model_proto.functions.extend(functions + list(ctx.onnxscript_functions.values()))
     return Exported(graph, model_proto, options, input_indices, clock)
 
 

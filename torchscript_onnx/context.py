@@ -36,14 +36,17 @@ class GraphContext:
     # Values whose dims named in dynamic_axes must stay symbolic: no trusted trace sizes.
     dynamic: bool = False
     custom_domains: dict[str, int] = dataclasses.field(default_factory=dict)
+    # (domain, name) -> FunctionProto of the onnxscript functions g.onnxscript_op called (root context)
+    onnxscript_functions: dict[tuple[str, str], Any] = dataclasses.field(default_factory=dict)
     # id(tensor) -> state_dict key, for parameters reached through attributes (scripted modules)
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)
     _params: dict[int, Value] = dataclasses.field(default_factory=dict)
     # Set inside If/Loop bodies: the context of the enclosing graph.
     parent: GraphContext | None = None
-    # Converts a JIT block into a subgraph: (block, input values) -> (Graph, output values).
-    block_converter: Any = None
-    block_inliner: Any = None
+    # The converter's side of control flow (convert.Converter sets it): converting a JIT block, as a
+    # subgraph or inline, and reading or rebinding what a JIT value of the graph stands for. Symbolics
+    # reach it through the four methods below, never directly.
+    converter: Any = None
     # Constants materialised in this subgraph (outer values must not point into a subgraph):
     # id(value) -> (value, local copy).
     _local: dict[int, tuple] = dataclasses.field(default_factory=dict)
@@ -61,12 +64,21 @@ class GraphContext:
 
     def convert_block(self, block, inputs: list[Value], **extra):
         """Convert a JIT block into a subgraph with ``inputs``; returns (Graph, block outputs).
-        ``extra``: ``mutated``/``carried``/``scanned`` (see Converter.convert_subgraph)."""
-        return self.block_converter(self, block, inputs, **extra)
+        ``extra``: ``mutated``/``carried``/``scanned``/``finish`` (see Converter.convert_subgraph)."""
+        return self.converter.convert_subgraph(self, block, inputs, **extra)
 
     def inline_block(self, block) -> list[Value]:
         """Convert a JIT block's nodes into this graph; returns the block's output values."""
-        return self.block_inliner(self, block)
+        return self.converter.inline_block(self, block)
+
+    def value_of(self, jit_value) -> Value:
+        """What a JIT value converted so far stands for (an outer value a block reads or mutates)."""
+        return self.converter.value_of(jit_value)
+
+    def rebind(self, jit_value, value: Value) -> None:
+        """Point a JIT value that the node being converted mutates (a list a loop appends to, a
+        tensor a branch writes) at its new value: later readers of ``jit_value`` get ``value``."""
+        self.converter.rebind(jit_value, value)
 
     # legacy spelling
     @property
@@ -74,10 +86,28 @@ class GraphContext:
         return self.opset
 
     def onnxscript_op(self, onnx_fn, *args, outputs: int = 1, **attributes):
-        """A call of an onnxscript function (``@script``) as a node; see ``functions.onnxscript_op``."""
-        from .functions import onnxscript_op  # noqa: PLC0415 - functions imports the builder
-
-        return onnxscript_op(self, onnx_fn, *args, outputs=outputs, **attributes)
+        """``g.onnxscript_op(fn, *inputs, **attributes)``: a call of an onnxscript function
+        (``@script``) as a node in its domain; its FunctionProto goes into the model (as legacy)."""
+        try:
+            import onnxscript  # noqa: F401, PLC0415 - an optional dependency
+        except ImportError as error:
+            raise ImportError("g.onnxscript_op needs onnxscript (an optional dependency): pip install onnxscript") \
+                from error
+        if not hasattr(onnx_fn, "to_function_proto") or not hasattr(onnx_fn, "opset"):
+            raise TypeError(f"g.onnxscript_op expects an onnxscript function (decorated with @script(opset)); "
+                            f"got {type(onnx_fn).__name__}")
+        proto = onnx_fn.to_function_proto()
+        domain, version = onnx_fn.opset.domain, onnx_fn.opset.version
+        if not domain:
+            raise ValueError(f"onnxscript function {proto.name} must live in a custom domain: "
+                             "@script(Opset('my.domain', 1))")
+        root = self.root
+        root.onnxscript_functions[(domain, proto.name)] = proto
+        root.custom_domains[domain] = version
+        for entry in proto.opset_import:  # the ops its body calls
+            if entry.domain:
+                root.custom_domains.setdefault(entry.domain, entry.version)
+        return self.op(f"{domain}::{proto.name}", *args, outputs=outputs, **attributes)
 
     def op(self, opname: str, *inputs, outputs: int = 1, **attributes):
         domain, op_type = _split_domain(opname)

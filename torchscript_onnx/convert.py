@@ -22,7 +22,7 @@ from .context import GraphContext
 from .errors import (ConversionIssue, OnnxExporterError, OpsetRequirementError, SymbolicValueError, UnsupportedOp,
                      UnsupportedOperatorError)
 from .ir import Graph, Origin, Value
-from .mutation import LIST_MUTATORS, mutated_input, mutated_outside, scripted_mutation
+from .mutation import LIST_MUTATORS, mutated_input, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
@@ -210,8 +210,7 @@ class Converter:
             training=options.training == TrainingMode.TRAINING,
             dynamic=bool(options.dynamic_axes),
             param_names=dict(captured.param_names),
-            block_converter=self.convert_subgraph,
-            block_inliner=self.inline_block,
+            converter=self,
         )
 
     # -- inputs ------------------------------------------------------------------------------
@@ -516,24 +515,26 @@ class Converter:
             self.bind_outputs(node, result)  # prim nodes mutate nothing: rebind_mutations would do the same
         return True
 
+    def value_of(self, jit_value: torch._C.Value) -> Value:
+        """``GraphContext.value_of``: what ``jit_value`` stands for so far."""
+        return self.env[jit_value.unique()]
+
+    def rebind(self, jit_value: torch._C.Value, value: Value) -> None:
+        """``GraphContext.rebind``: later readers of ``jit_value`` get ``value`` (If and Loop rebind
+        the outer values their blocks mutate to the node's extra outputs)."""
+        self.env[jit_value.unique()] = _wrap(value)
+
     def rebind_mutations(self, node: torch._C.Node, result):
         """Bind ``node``'s outputs, then point the value it mutates at its new value."""
         kind = node.kind()
         if kind in LIST_MUTATORS:
             new, *rest = result
             self.bind_outputs(node, None if not rest else rest[0] if len(rest) == 1 else tuple(rest))
-            self.env[node.inputsAt(0).unique()] = _wrap(new)
+            self.rebind(node.inputsAt(0), new)
             return
-        mutated = mutated_outside(node) if kind in ("prim::If", "prim::Loop") else []
-        n_out = node.outputsSize()
-        if mutated and isinstance(result, (tuple, list)) and len(result) == n_out + len(mutated):
-            result, updates = tuple(result[:n_out]), result[n_out:]
-            for jit_value, value in zip(mutated, updates):
-                self.env[jit_value.unique()] = value
-            result = None if n_out == 0 else result[0] if n_out == 1 else result
         self.bind_outputs(node, result)
         target = mutated_input(node)
-        if target is not None and kind not in LIST_MUTATORS and n_out:
+        if target is not None and node.outputsSize():
             new, old = self.env[node.outputsAt(0).unique()], self.env[target.unique()]
             if isinstance(target.type(), torch._C.TensorType) and None not in (new.dtype, old.dtype) \
                     and new.dtype != old.dtype and not new.sequence:

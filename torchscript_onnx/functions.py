@@ -345,36 +345,3 @@ def _attr_kind(value) -> str:
     item = value[0] if isinstance(value, list) else value
     kind = "s" if isinstance(item, str) else "f" if isinstance(item, float) else "i"
     return kind + "s" if isinstance(value, list) else kind
-
-
-# -- g.onnxscript_op ------------------------------------------------------------------------------
-
-
-def onnxscript_op(g, onnx_fn, *args, outputs: int = 1, **attributes):
-    """``g.onnxscript_op(fn, *inputs, **attributes)``: a call of an onnxscript function (``@script``)
-    as a node in its domain; its FunctionProto is added to the model, as legacy does."""
-    try:
-        import onnxscript  # noqa: F401
-    except ImportError as error:
-        raise ImportError("g.onnxscript_op needs onnxscript (an optional dependency): pip install onnxscript") \
-            from error
-    if not hasattr(onnx_fn, "to_function_proto") or not hasattr(onnx_fn, "opset"):
-        raise TypeError(f"g.onnxscript_op expects an onnxscript function (decorated with @script(opset)); "
-                        f"got {type(onnx_fn).__name__}")
-    proto = onnx_fn.to_function_proto()
-    domain, version = onnx_fn.opset.domain, onnx_fn.opset.version
-    if not domain:
-        raise ValueError(f"onnxscript function {proto.name} must live in a custom domain: @script(Opset('my.domain', 1))")
-    root = g.root
-    store = root.__dict__.setdefault("onnxscript_functions", {})
-    store[(domain, proto.name)] = proto
-    root.custom_domains[domain] = version
-    for entry in proto.opset_import:  # the ops its body calls
-        if entry.domain:
-            root.custom_domains.setdefault(entry.domain, entry.version)
-    return g.op(f"{domain}::{proto.name}", *args, outputs=outputs, **attributes)
-
-
-def onnxscript_functions(ctx) -> list[onnx.FunctionProto]:
-    """The FunctionProtos ``g.onnxscript_op`` calls during the conversion with root context ``ctx``."""
-    return list(ctx.__dict__.get("onnxscript_functions", {}).values())

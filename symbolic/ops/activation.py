@@ -14,9 +14,8 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
-from .math import (  # noqa: F401 - float_dtype and unary are used by later opsets
-    as_operand, compare, float_dtype, native_dtype, require_opset, runtime_supports, unary,
-)
+from .math import compare, unary
+from .operand_types import as_operand, float_dtype, native_dtype, require_opset, runtime_supports
 from .rounding import clamp
 
 
@@ -30,7 +29,7 @@ def as_result(g, value: Value, self) -> Value:
     return onnx_ops.cast(g, value, float_dtype(g, self))
 
 
-# onnxruntime lacks float64 kernels for most ONNX activations (see math.RUNTIME_GAPS): these
+# onnxruntime lacks float64 kernels for most ONNX activations (see operand_types.RUNTIME_GAPS): these
 # exact decompositions use Relu, Exp and Log, which it has.
 
 

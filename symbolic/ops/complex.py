@@ -23,6 +23,7 @@ from torchscript_onnx import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .operand_types import float_dtype
 
 
 __all__: list[str] = []  # not part of the legacy symbolic_opset9 surface
@@ -266,8 +267,6 @@ def imag(g, self):
 @symbolic("aten::angle")
 def angle(g, self):
     """angle(Tensor self) -> Tensor; of a real tensor: pi where negative, else 0 (NaN stays NaN)"""
-    from .math import float_dtype
-
     if g.opset < 9:
         sh.needs_opset(9, "ONNX Where and IsNaN", self)
     dtype = float_dtype(g, self)

@@ -38,11 +38,6 @@ def _as_bool(g, condition: Value) -> Value:
     return onnx_ops.cast(g, condition, torch.bool) if condition.dtype not in (None, torch.bool) else condition
 
 
-def _env(g) -> dict:
-    """The converter's JIT value -> Value map (mutated outer values are rebound in it)."""
-    return g.block_converter.__self__.env
-
-
 # Python numbers at runtime are 0-d tensors: int -> int64, bool -> bool, float -> float64 (a
 # TorchScript float is a double; aten::Float casts to float64 too).
 _NUMBER_DTYPES = {torch._C.IntType: torch.int64, torch._C.FloatType: torch.float64, torch._C.BoolType: torch.bool}
@@ -184,9 +179,12 @@ def _as_optional(g, graphs_outputs: list, k: int) -> tuple:
     return dtype, shape
 
 
-def _results(g, outputs):
-    """The If/Loop's outputs (then the outer values it mutates) as the converter binds them: the
-    node's lone output alone, since a 1-tuple for an output of list type reads as its elements."""
+def _results(g, outputs, mutated=(), updates=()):
+    """Rebind the outer values the If/Loop mutates to ``updates`` and return its outputs as the
+    converter binds them: the node's lone output alone, since a 1-tuple for an output of list type
+    reads as its elements."""
+    for jit_value, value in zip(mutated, updates, strict=True):
+        g.rebind(jit_value, value)
     outputs = tuple(outputs)
     if len(outputs) == 1 and g.original_node.outputsSize() == 1:
         return outputs[0]
@@ -248,7 +246,8 @@ def prim_if(g, condition):
         if a.sequence:
             set_sequence_dtype(a, b.dtype)
             set_sequence_dtype(b, a.dtype)
-    return _results(g, outputs)
+    n_block = node.outputsSize()
+    return _results(g, outputs[:n_block], mutated, outputs[n_block:])
 
 
 def _open_dims(value: Value) -> tuple | None:
@@ -291,7 +290,7 @@ def _finish_optional(g, value: Value, jit_type) -> Value:
     return _finish(g, value, jit_type)
 
 
-def _scanned_lists(g, body, mutated: list, env: dict) -> list:
+def _scanned_lists(g, body, mutated: list) -> list:
     """Lists the loop only fills: empty before it, appended to once per iteration at the top of the
     body and not read in it. Below opset 13 ONNX Loop cannot carry a sequence, but it can stack a
     value per iteration (a scan output), which is such a list; the legacy exporter does the same."""
@@ -300,9 +299,9 @@ def _scanned_lists(g, body, mutated: list, env: dict) -> list:
     loop = g.original_node
     scanned = []
     for jit_value in mutated:
-        if not isinstance(jit_value.type(), torch._C.ListType) or env[jit_value.unique()].sequence:
+        if not isinstance(jit_value.type(), torch._C.ListType) or g.value_of(jit_value).sequence:
             continue
-        if sh.unpack_list(env[jit_value.unique()]):
+        if sh.unpack_list(g.value_of(jit_value)):
             continue
         users = [use.user for use in jit_value.uses() if inside(use.user, loop)]
         if len(users) == 1 and users[0].kind() == "aten::append" and users[0].owningBlock() == body:
@@ -331,13 +330,12 @@ def prim_loop(g, max_trip_count, condition, *carried):
     node = g.original_node
     body = next(iter(node.blocks()))
     mutated = mutated_outside(node)
-    env = _env(g)
-    scanned = _scanned_lists(g, body, mutated, env)
+    scanned = _scanned_lists(g, body, mutated)
     if scanned:
         scanned_ids = {m.unique() for m in scanned}
         every_mutated, mutated = mutated, [m for m in mutated if m.unique() not in scanned_ids]
     jit_values = list(node.inputs())[2:] + mutated
-    values = list(carried) + [env[m.unique()] for m in mutated]
+    values = list(carried) + [g.value_of(m) for m in mutated]
     if not values and not scanned:
         return None  # a loop that carries nothing only has side effects, which ONNX drops
     trips = sh.const(max_trip_count)
@@ -401,10 +399,10 @@ def prim_loop(g, max_trip_count, condition, *carried):
         if value.sequence:
             out.shape = body_output.shape if value.shape is None else _merged_shape(value.shape, body_output.shape)
     if not scanned:
-        return _results(g, outputs)
+        return _results(g, outputs[:n_block], mutated, outputs[n_block:])
     new = {m.unique(): _from_scan(g, out, e, m) for m, out, e in zip(scanned, outputs[len(values):], scan_elements)}
     new.update((m.unique(), out) for m, out in zip(mutated, outputs[n_block:len(values)]))
-    return _results(g, (*outputs[:n_block], *[new[m.unique()] for m in every_mutated]))
+    return _results(g, outputs[:n_block], every_mutated, [new[m.unique()] for m in every_mutated])
 
 
 @symbolic("aten::Bool")

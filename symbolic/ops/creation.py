@@ -20,6 +20,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .operand_types import as_operand, dtype_arg
 
 
 # onnxruntime samples float and double only (the ops also allow float16): others sample float32 and cast.
@@ -28,13 +29,6 @@ _RANDOM_TYPES = (torch.float32, torch.float64)
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-
-def dtype_arg(dtype) -> torch.dtype | None:
-    raw = sh.const(dtype, None) if dtype is not None else None
-    if raw is None or not isinstance(raw, int):
-        return raw if isinstance(raw, torch.dtype) else None
-    return dtypes.from_scalar_type(raw)
 
 
 def creation_dtype(g, dtype, default: torch.dtype | None = None) -> torch.dtype:
@@ -631,8 +625,6 @@ def normal(g, *args):
     tensors = [v for v in (mean, std) if isinstance(v, Value) and not sh.is_const(v)]
     like = tensors[0] if len(tensors) == 1 else g.op("Add", g.op("Mul", tensors[0], g.constant(0, out_dtype)),
                                                      g.op("Mul", tensors[1], g.constant(0, out_dtype)))
-    from .math import as_operand
-
     noise = random_like(g, "RandomNormal", like, out_dtype)
     return g.op("Add", g.op("Mul", noise, as_operand(g, std, out_dtype)), as_operand(g, mean, out_dtype))
 

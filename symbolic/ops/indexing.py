@@ -15,7 +15,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-from .math import as_operand
+from .operand_types import as_operand
 from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where_all_dtypes
 import builtins
 

@@ -16,14 +16,12 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .operand_types import as_operand, to_floating
 from .reduction import axes_of, reduce, vector_norm
-from .reduction import float_input
 
 
 def matmul_typed(g, a: Value, b: Value) -> Value:
     """MatMul of two operands after torch's promotion; integer MatMul needs opset 9."""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(a, b)
     if dtype is not None and not dtypes.is_floating(dtype) and g.opset < 9:
         sh.needs_opset(9, "integer inputs (typed MatMul)", a)
@@ -102,8 +100,6 @@ def addbmm(g, self, batch1, batch2, beta=None, alpha=None):
 @symbolic("aten::outer")
 def outer(g, self, vec2):
     """outer(Tensor self, Tensor vec2) -> Tensor"""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(self, vec2)
     column = onnx_ops.unsqueeze(g, as_operand(g, self, dtype), [1])
     if dtype == torch.bool:
@@ -164,8 +160,6 @@ def trace(g, self):
 @symbolic("aten::linalg_vecdot")
 def linalg_vecdot(g, x, y, dim=-1):
     """linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor"""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(x, y)
     product = g.op("Mul", as_operand(g, x, dtype), as_operand(g, y, dtype))
     return reduce(g, "ReduceSum", product, axes_of(dim, product.rank), False)
@@ -209,8 +203,6 @@ def _dims_of(g, x: Value, axes: list[int]) -> Value | None:
 
 
 def _cross(g, self, other, dim: int) -> Value:
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(self, other)
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
     # (a x b)_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}, indices mod 3
@@ -274,8 +266,6 @@ def cdist(g, x1, x2, p=None, compute_mode=None):
 @symbolic("aten::pairwise_distance")
 def pairwise_distance(g, x1, x2, p=None, eps=None, keepdim=False):
     """pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor"""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(x1, x2)
     epsilon = _p(eps, 1e-6)
     diff = g.op("Sub", as_operand(g, x1, dtype), as_operand(g, x2, dtype))
@@ -290,8 +280,6 @@ def pairwise_distance(g, x1, x2, p=None, eps=None, keepdim=False):
 @symbolic("aten::cosine_similarity")
 def cosine_similarity(g, x1, x2, dim=None, eps=None):
     """cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor"""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(x1, x2)
     a, b = as_operand(g, x1, dtype), as_operand(g, x2, dtype)
     rank = max(a.rank or 0, b.rank or 0)
@@ -312,7 +300,7 @@ def cosine_similarity(g, x1, x2, dim=None, eps=None):
 def _det(g, self):
     if self.rank is not None and self.rank < 2:
         sh.value_error("det: the input must have at least 2 dims", self)
-    return g.op("Det", float_input(g, self))
+    return g.op("Det", to_floating(g, self))
 
 
 @symbolic("aten::linalg_det", since=11)
@@ -354,8 +342,6 @@ def slogdet(g, self):
 @symbolic("aten::einsum", since=12)
 def einsum(g, equation, tensors, path=None):
     """einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor"""
-    from .math import as_operand
-
     text = sh._get_const(equation, "s", "equation").replace(" ", "")
     operands = sh.unpack_list(tensors)
     dtype = g.output_dtype() or sh.promote_types(*operands)

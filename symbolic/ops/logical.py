@@ -15,7 +15,8 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-from .math import as_operand, compare, floor_divide_int, isnan as isnan_value, native_dtype, require_opset
+from .math import compare, floor_divide_int, isnan as isnan_value
+from .operand_types import as_operand, native_dtype, require_opset
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its

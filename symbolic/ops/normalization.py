@@ -13,7 +13,7 @@ from torchscript_onnx import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
-from .math import runtime_supports
+from .operand_types import runtime_supports
 
 
 def channels_of(input, op: str) -> int:

@@ -9,6 +9,7 @@ The versions for higher opsets follow, each registered with ``since=N``: opset 1
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import torch
@@ -18,7 +19,8 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-import builtins
+from .math import isnan, where
+from .operand_types import as_operand, dtype_arg, to_floating
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
@@ -81,24 +83,6 @@ def reduce(g, op_type: str, x: Value, axes: list[int] | None, keepdim: bool,
     return onnx_ops.cast(g, out, out_dtype)
 
 
-def dtype_arg(dtype) -> torch.dtype | None:
-    raw = sh.const(dtype, None) if dtype is not None else None
-    return None if raw is None else dtypes.from_scalar_type(int(raw))
-
-
-def float_input(g, x: Value) -> Value:
-    """Integer and bool inputs to float functions compute in float32, as torch does."""
-    if x.dtype is not None and not dtypes.is_floating(x.dtype):
-        return onnx_ops.cast(g, x, torch.float32)
-    return x
-
-
-def is_nan(g, x: Value) -> Value:
-    if g.opset < 9:
-        sh.needs_opset(9, "a NaN test (ONNX IsNaN)", x)
-    return g.op("IsNaN", x)
-
-
 def reduced_count(g, x: Value, axes: list[int] | None, dtype: torch.dtype, kept: Value) -> Value:
     """How many elements each reduction over ``axes`` sees, as a scalar of ``dtype``;
     ``kept`` is a reduction of ``x`` over ``axes`` with keepdims."""
@@ -153,7 +137,7 @@ def prod(g, self, dim=None, keepdim=None, dtype=None):
 def nansum(g, self, dim=None, keepdim=False, dtype=None):
     """nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     if dtypes.is_floating(self.dtype):
-        self = g.op("Where", is_nan(g, self), g.constant(0, self.dtype), self)
+        self = where(g, isnan(g, self), g.constant(0, self.dtype), self)
     return sum(g, self, dim, keepdim, dtype)
 
 
@@ -162,8 +146,8 @@ def nanmean(g, self, dim=None, keepdim=False, dtype=None):
     """nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
     axes = axes_of(dim, self.rank)
-    nan = is_nan(g, self)
-    total = reduce(g, "ReduceSum", g.op("Where", nan, g.constant(0, self.dtype), self), axes, keep)
+    nan = isnan(g, self)
+    total = reduce(g, "ReduceSum", where(g, nan, g.constant(0, self.dtype), self), axes, keep)
     count = reduce(g, "ReduceSum", onnx_ops.cast(g, g.op("Not", nan), self.dtype), axes, keep)
     return g.op("Div", total, count)
 
@@ -214,8 +198,6 @@ def min(g, self, dim_or_other=None, keepdim=None):  # noqa: A001
 
 def elementwise_extreme(g, op_type: str, self, other) -> Value:
     """Max/Min of two operands after torch's type promotion."""
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(self, other)
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
     if dtype == torch.bool:
@@ -252,16 +234,14 @@ def minimum(g, self, other):
 
 
 def _nan_ignoring(g, op_type: str, self, other) -> Value:
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(self, other)
     if not dtypes.is_floating(dtype):
         return elementwise_extreme(g, op_type, self, other)
     a, b = as_operand(g, self, dtype), as_operand(g, other, dtype)
     # fmax/fmin return the other operand where one is NaN; Max/Min propagate NaN.
     out = g.op(op_type, a, b)
-    out = g.op("Where", is_nan(g, a), b, out)
-    return g.op("Where", is_nan(g, b), a, out)
+    out = where(g, isnan(g, a), b, out)
+    return where(g, isnan(g, b), a, out)
 
 
 @symbolic("aten::fmax")
@@ -518,7 +498,7 @@ def frobenius_norm(g, self, dim=None, keepdim=False):
 def logsumexp(g, self, dim, keepdim=False):
     """logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor"""
     keep = bool(sh._get_const(keepdim, "b", "keepdim"))
-    return reduce(g, "ReduceLogSumExp", float_input(g, self), axes_of(dim, self.rank), keep)
+    return reduce(g, "ReduceLogSumExp", to_floating(g, self), axes_of(dim, self.rank), keep)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,7 +554,7 @@ def cumprod(g, self, dim, dtype=None):
 @symbolic("aten::logcumsumexp")
 def logcumsumexp(g, self, dim):
     """logcumsumexp(Tensor self, int dim) -> Tensor"""
-    return _prefix_reduce(g, "ReduceLogSumExp", float_input(g, self), dim, -math.inf, "logcumsumexp")
+    return _prefix_reduce(g, "ReduceLogSumExp", to_floating(g, self), dim, -math.inf, "logcumsumexp")
 
 
 # ---------------------------------------------------------------------------------------------

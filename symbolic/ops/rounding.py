@@ -8,8 +8,8 @@ from torchscript_onnx import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
-from .math import _bound, _is_integral, _round_half_even, as_operand, max_or_min, native_dtype, result_dtype, \
-    runtime_supports, trunc_float, unary
+from .math import _bound, _is_integral, _round_half_even, max_or_min, trunc_float, unary
+from .operand_types import as_operand, native_dtype, result_dtype, runtime_supports
 import builtins
 
 

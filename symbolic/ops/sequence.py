@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from . import control
 from ..registry import symbolic
+from . import control
 
 __all__: list[str] = []  # registered, not re-exported
 

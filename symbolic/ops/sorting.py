@@ -10,7 +10,7 @@ from torchscript_onnx.ir import Value
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
 from .indexing import INT64_MAX, _int_const, gather, need_opset_9
-from .math import as_operand
+from .operand_types import as_operand
 from .tensor import axis_of, require_rank
 
 

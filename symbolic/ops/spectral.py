@@ -17,9 +17,8 @@ import torch
 from torchscript_onnx import dtypes, onnx_ops
 
 from .. import symbolic_helper as sh
-from . import complex as _complex  # noqa: F401 - registers the complex:: conversions (complex tensors)
-from . import complex as complex_ops
 from ..registry import symbolic
+from . import complex as complex_ops
 from .creation import _scalar, arange_between, creation_dtype
 
 

@@ -9,6 +9,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
+from .operand_types import as_operand
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
@@ -246,8 +247,6 @@ def cat(g, tensors, dim):
     dim = sh._get_const(dim, "i", "dim")
     if len(values) == 1:
         return values[0]
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(*values)
     return g.op("Concat", *[as_operand(g, v, dtype) for v in values], axis_i=dim)
 
@@ -265,8 +264,6 @@ def stack(g, tensors, dim):
     rank = values[0].rank
     if dim < 0:
         dim += rank + 1
-    from .math import as_operand
-
     dtype = g.output_dtype() or sh.promote_types(*values)
     return g.op("Concat", *[onnx_ops.unsqueeze(g, as_operand(g, v, dtype), [dim]) for v in values], axis_i=dim)
 

@@ -18,8 +18,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-from .math import require_opset
-from .math import runtime_supports
+from .operand_types import require_opset, runtime_supports
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its

@@ -8,7 +8,8 @@ import math
 from torchscript_onnx import dtypes, onnx_ops
 
 from ..registry import symbolic
-from .math import _float_unary, as_operand, compare, float_dtype, native_dtype, runtime_supports, unary, where
+from .math import _float_unary, compare, unary, where
+from .operand_types import as_operand, float_dtype, native_dtype, runtime_supports
 
 
 @symbolic("aten::sin")
