@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
 # The built-in conversions, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
-BUILTIN_MODULES = ("symbolic.ops",)
+BUILTIN_MODULES = ("torchscript_onnx.symbolic.ops",)
 
 
 class _Entry:

@@ -224,7 +224,7 @@ def test_audit_predicts_export_for_op_table_case(case, opset):
 def _check_declared(report, opset: int) -> None:
     """Every requirement above what the op's registration serves is declared in the registry (so
     docs/supported_ops.md shows it)."""
-    from symbolic import registry
+    from torchscript_onnx.symbolic import registry
 
     for issue in report.issues:
         if issue.reason is None or issue.needs_opset is None:

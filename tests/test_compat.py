@@ -144,7 +144,7 @@ def test_value_surface():
 def test_symbolic_opsets_importable_from_the_package():
     from torchscript_onnx import symbolic_opset9, symbolic_opset18
 
-    assert symbolic_opset9.gelu is importlib.import_module("symbolic.symbolic_opset9").gelu
-    assert symbolic_opset18.__name__ == "symbolic.symbolic_opset18"
+    assert symbolic_opset9.gelu is importlib.import_module("torchscript_onnx.symbolic.symbolic_opset9").gelu
+    assert symbolic_opset18.__name__ == "torchscript_onnx.symbolic.symbolic_opset18"
     with pytest.raises(ImportError):
         from torchscript_onnx import symbolic_opset99  # noqa: F401

@@ -291,7 +291,7 @@ class UsesFunctionalLinear(torch.nn.Module):
 
 
 def test_symbolic_value_error_names_value_node_and_user_source_line():
-    from symbolic import symbolic_helper as sh
+    from torchscript_onnx.symbolic import symbolic_helper as sh
 
     def refuse(g, input, weight, bias):
         sh.value_error("weights of this kind are refused", weight)

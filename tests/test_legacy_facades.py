@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from symbolic import registry
+from torchscript_onnx.symbolic import registry
 
 TORCH_OPSETS = range(7, 21)  # torch.onnx has symbolic_opset7 ... symbolic_opset20
 NEWER_OPSETS = range(21, 27)  # ours only: they expose the names of torch's newest, symbolic_opset20
@@ -85,7 +85,7 @@ def _torch_names(opset: int) -> set[str]:
 
 
 def _ours(opset: int) -> types.ModuleType:
-    return importlib.import_module(f"symbolic.symbolic_opset{opset}")
+    return importlib.import_module(f"torchscript_onnx.symbolic.symbolic_opset{opset}")
 
 
 def _expected_names(opset: int) -> set[str]:
@@ -138,7 +138,7 @@ def test_names_resolve_to_the_builtin_conversion_at_that_opset(opset):
 
 def test_names_follow_the_opset():
     # the facade of opset N gives the version the registry uses at N
-    from symbolic.ops import activation, reduction
+    from torchscript_onnx.symbolic.ops import activation, reduction
 
     assert _ours(9).cumsum is reduction.cumsum
     assert _ours(11).cumsum is reduction.cumsum_11

@@ -17,11 +17,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from symbolic import registry
-from symbolic import symbolic_helper as sh
 from tests.optable import Case, Fn, run_case
-from torchscript_onnx import SymbolicValueError, audit, export, register_custom_op_symbolic, unregister_custom_op_symbolic
+from torchscript_onnx import SymbolicValueError, audit, export, onnx_ops, register_custom_op_symbolic, \
+    unregister_custom_op_symbolic
 from torchscript_onnx.errors import ConversionIssue, OpsetRequirementError
+from torchscript_onnx.symbolic import registry
+from torchscript_onnx.symbolic import symbolic_helper as sh
 
 SYMBOLIC = pathlib.Path(registry.__file__).parent
 
@@ -222,7 +223,7 @@ def _literal_requirements() -> list[tuple[str, int, int, str]]:
     schema helpers (onnx_ops, or a topic file's helper around it) whose opset and reason are
     literals (the others take them from their callers or compute them)."""
     found = []
-    for path in sorted(SYMBOLIC.rglob("*.py")) + [SYMBOLIC.parent / "torchscript_onnx" / "onnx_ops.py"]:
+    for path in sorted(SYMBOLIC.rglob("*.py")) + [pathlib.Path(onnx_ops.__file__)]:
         for node in ast.walk(ast.parse(path.read_text())):
             helper = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
             if helper in ("sh.needs_opset", "_needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from symbolic import registry
 from torchscript_onnx import supported_ops
 from torchscript_onnx.supported_ops_doc import render
+from torchscript_onnx.symbolic import registry
 
 NAME = re.compile(r"^[a-z_]+::[A-Za-z_][A-Za-z0-9_.]*$")
 

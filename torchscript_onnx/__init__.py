@@ -37,7 +37,7 @@ def __getattr__(name: str):
         import importlib
 
         try:
-            return importlib.import_module(f"symbolic.{name}")
+            return importlib.import_module(f"torchscript_onnx.symbolic.{name}")
         except ModuleNotFoundError:
             pass
     raise AttributeError(f"module 'torchscript_onnx' has no attribute {name!r}")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import onnx
 import torch
 
-from symbolic import registry
+from .symbolic import registry
 
 from . import capture as capture_mod
 from . import progress, serialize

@@ -135,7 +135,7 @@ def audit(model, args=(), *, opset_version: int | None = None, training: Trainin
     from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_dynamic_axes,  # noqa: PLC0415
                       _check_model, _conversion_options)
     from .options import validate_options
-    from symbolic import registry
+    from .symbolic import registry
 
     unknown = sorted(set(options) - set(OPTION_DEFAULTS))
     if unknown:

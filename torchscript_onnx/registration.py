@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from symbolic import registry
+from .symbolic import registry
 
 from .options import check_opset
 
@@ -20,7 +20,7 @@ def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset
     if not callable(symbolic_fn):
         raise TypeError(f"symbolic_fn must be callable; got {type(symbolic_fn).__name__}")
     if symbolic_name == "prim::PythonOp":  # Functions with their own symbolic keep it, as in legacy
-        from symbolic.ops.autograd import custom_python_op
+        from .symbolic.ops.autograd import custom_python_op
 
         symbolic_fn = custom_python_op(symbolic_fn)
     registry.register_custom(symbolic_name, symbolic_fn, check_opset(opset_version))

@@ -8,7 +8,7 @@ A test fails when the committed file differs from what this renders.
 
 from __future__ import annotations
 
-from symbolic import registry
+from .symbolic import registry
 
 from .options import MAX_OPSET, MIN_OPSET
 

@@ -222,7 +222,7 @@ def test_elementwise_below_min_opset(case, opset):
                                   "aten::relu_", "aten::sigmoid_", "aten::pow_", "aten::remainder_",
                                   "aten::bitwise_and_", "aten::logical_not_", "aten::where_"])
 def test_inplace_ops_map_to_functional(name):
-    from symbolic import registry
+    from torchscript_onnx.symbolic import registry
 
     for opset in (7, 9, 10, 18, 26):
         assert registry.lookup(name, opset) is registry.lookup(name[:-1], opset) is not None
