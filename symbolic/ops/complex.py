@@ -24,6 +24,7 @@ from torchscript_onnx import onnx_ops
 from .. import symbolic_helper as sh
 from ..registry import symbolic
 from .operand_types import float_dtype
+from .trigonometry import atan2
 
 
 __all__: list[str] = []  # not part of the legacy symbolic_opset9 surface
@@ -115,8 +116,6 @@ def complex_abs(g, self):
 @symbolic("complex::angle")
 def complex_angle(g, self):
     """angle(Tensor self) -> Tensor, of a complex tensor: atan2(im, re)"""
-    from .trigonometry import atan2
-
     return atan2(g, part(g, self, 1), part(g, self, 0))
 
 

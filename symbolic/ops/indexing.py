@@ -16,7 +16,9 @@ from torchscript_onnx.ir import Value
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
 from .operand_types import as_operand
-from .tensor import axis_of, concat_shape, dim_value, require_rank, shape_parts, static_dim, where_all_dtypes
+from .tensor import (
+    axis_of, concat_shape, diagonal_layout, dim_value, require_rank, shape_parts, static_dim, where_all_dtypes,
+)
 import builtins
 
 
@@ -736,8 +738,6 @@ def select_scatter(g, self, src, dim, index):
 @sh.parse_args("v", "v", "i", "i", "i")
 def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
     """diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor"""
-    from .tensor import diagonal_layout
-
     flat, n, m, perm, positions = diagonal_layout(g, self, offset, dim1, dim2)
     axis = len(perm) - 2
     src = as_operand(g, src, self.dtype)

@@ -16,8 +16,9 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .math import mul
 from .operand_types import as_operand, to_floating
-from .reduction import axes_of, reduce, vector_norm
+from .reduction import axes_of, reduce, sum_dtype, vector_norm
 
 
 def matmul_typed(g, a: Value, b: Value) -> Value:
@@ -117,8 +118,6 @@ def addr(g, self, vec1, vec2, beta=None, alpha=None):
 def inner(g, self, other):
     """inner(Tensor self, Tensor other) -> Tensor"""
     if self.rank == 0 or other.rank == 0:
-        from .math import mul
-
         return mul(g, self, other)
     if other.rank is None:
         sh.value_error("inner: the rank of other must be known", other)
@@ -147,8 +146,6 @@ def chain_matmul(g, matrices):
 @symbolic("aten::trace")
 def trace(g, self):
     """trace(Tensor self) -> Tensor"""
-    from .reduction import sum_dtype
-
     out_dtype = g.output_dtype() or sum_dtype(self.dtype)
     x = onnx_ops.cast(g, self, out_dtype)
     if g.opset < 9:

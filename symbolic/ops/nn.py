@@ -9,6 +9,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
+from .linalg import matmul_typed, scaled_sum
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
@@ -586,8 +587,6 @@ def addmm(g, self, mat1, mat2, beta=None, alpha=None):
     beta_const = 1.0 if beta is None else sh.const(beta)
     alpha_const = 1.0 if alpha is None else sh.const(alpha)
     if beta_const is sh.UNKNOWN or alpha_const is sh.UNKNOWN:  # 0-d tensors passed as Scalar: scale at runtime
-        from .linalg import matmul_typed, scaled_sum
-
         return scaled_sum(g, self, matmul_typed(g, mat1, mat2), beta, alpha)
     return g.op("Gemm", mat1, mat2, self, beta_f=float(beta_const), alpha_f=float(alpha_const))
 

@@ -13,7 +13,9 @@ from torchscript_onnx import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .nn import batch_norm
 from .operand_types import runtime_supports
+from .reduction import reduce
 
 
 def channels_of(input, op: str) -> int:
@@ -43,8 +45,6 @@ def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_s
     eps = sh._get_const(eps, "f", "eps")
     if not sh._get_const(use_input_stats, "b", "use_input_stats"):
         # eval with tracked running statistics: a per-channel affine map, as batch_norm in eval
-        from .nn import batch_norm
-
         return batch_norm(g, input, weight, bias, running_mean, running_var, False, momentum, eps, False)
     scale = channel_param(g, weight, input, 1.0, "instance_norm")
     shift = channel_param(g, bias, input, 0.0, "instance_norm")
@@ -89,8 +89,6 @@ def _weight_norm(g, v, g_, dim=0):
     """_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor"""
     # v * (g / ||v||), the L2 norm over every dim but ``dim``; nn.utils.weight_norm(dim=None)
     # passes -1, which torch reads as "over all dims", not as the last dim.
-    from .reduction import reduce
-
     rank = v.rank
     if rank is None:
         sh.value_error("_weight_norm: the weight rank must be known", v)

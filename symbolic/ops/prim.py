@@ -12,6 +12,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
+from .math import binary
 
 
 def _jit_constant(node: torch._C.Node):
@@ -241,8 +242,6 @@ def _python_extreme(g, op_type: str, pick, values: list):
     raws = [sh.const(v) for v in values]
     if sh.UNKNOWN not in raws:
         return Value("", const=pick(r.item() if isinstance(r, torch.Tensor) else r for r in raws))
-    from .math import binary
-
     result = values[0]
     for value in values[1:]:
         result = binary(g, op_type, result, value)

@@ -391,8 +391,6 @@ def blackman_window_17(g, window_length, *args):
     periodic, dtype = window_args(args)
     if isinstance(sh.const(window_length, None), int):
         return blackman_window(g, window_length, *args)
-    from .creation import creation_dtype
-
     size = onnx_ops.cast(g, window_length, torch.int64)
     out = g.op("BlackmanWindow", size, periodic_i=int(periodic), output_datatype_i=1)
     # torch's length-1 window is [1]; ONNX's is [0] (periodic) or [nan] (symmetric: 0 / 0)

@@ -9,6 +9,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
+from .creation import arange_between
 from .operand_types import as_operand
 
 
@@ -736,8 +737,6 @@ def _roll_runtime(g, self: Value, shift, dim: int) -> Value:
     if g.opset < 10:
         # No Mod, no Slice with runtime bounds: gather positions (i - shift) mod size. Two rounds
         # of a - (a / n) * n give the non-negative remainder whether Div truncates or floors.
-        from .creation import arange_between
-
         def rem(a):
             return g.op("Sub", a, g.op("Mul", g.op("Div", a, divisor), divisor))
 
