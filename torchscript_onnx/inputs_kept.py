@@ -67,9 +67,12 @@ def legacy_reads(graph: torch._C.Graph, user_inputs: list[torch._C.Value], opset
         torch._C._jit_pass_inline(graph)
         inputs = list(graph.inputs())
         user_inputs = [inputs[position[value.unique()]] for value in user_inputs]
+    # Without a Loop or an If at the top (where any nested one sits), no input reaches runtime
+    # control flow: one look at the nodes instead of a walk of the graph from every input.
+    control_flow = any(node.kind() in ("prim::Loop", "prim::If") for node in graph.nodes())
     reads = {}
     for k, value in enumerate(user_inputs):
-        read = _read_by_legacy(value, opset)
+        read = _read_by_legacy(value, opset, control_flow)
         if read is not None:
             reads[k] = read
     return reads
@@ -103,7 +106,7 @@ def _is_optional(value: torch._C.Value, opset: int) -> bool:
     return opset >= OPTIONAL_INPUTS_OPSET and isinstance(value.type(), torch._C.OptionalType)
 
 
-def _read_by_legacy(value: torch._C.Value, opset: int) -> LegacyRead | None:
+def _read_by_legacy(value: torch._C.Value, opset: int, control_flow: bool = True) -> LegacyRead | None:
     if _is_optional(value, opset):
         return LegacyRead("OptionalHasElement", optional=True)  # legacy tests it at runtime
     for use in value.uses():
@@ -115,7 +118,7 @@ def _read_by_legacy(value: torch._C.Value, opset: int) -> LegacyRead | None:
         # what is computed from an empty tensor is empty, known at export time: we fold it, legacy
         # computes it at runtime from the input (in a branch, legacy may fold the If on its size)
         return LegacyRead("Shape")
-    if not _reaches_runtime_control_flow(value):
+    if not control_flow or not _reaches_runtime_control_flow(value):
         return None
     first_reader = value.uses()[0].user.kind()
     return LegacyRead("SequenceConstruct" if first_reader == "prim::ListConstruct" else "If")
