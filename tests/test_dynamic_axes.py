@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tests.optable import Case, params, run_case
-from torchscript_onnx import build, export
+from torchscript_onnx import audit, build, export
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -70,6 +70,21 @@ def test_unknown_axis_is_an_error_and_unknown_name_with_strict(axes, message, st
     with pytest.raises(ValueError, match=message):
         export(Add(), (X, Y), io.BytesIO(), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes,
                strict=strict)
+
+
+@pytest.mark.parametrize("axes, name", [({"x": {2: "batch"}}, "x"), ({"sum": {5: "batch"}}, "sum")])
+def test_an_axis_the_value_lacks_writes_nothing_and_audit_names_it(axes, name, tmp_path):
+    path = tmp_path / "m.onnx"
+    with pytest.raises(ValueError, match=rf"dynamic_axes\['{name}'\] has axis"):
+        export(Add(), (X, Y), str(path), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes)
+    assert not path.exists() and not list(tmp_path.iterdir())
+    if name == "sum":  # an output's rank is known after conversion: audit reports it as an issue
+        report = audit(Add(), (X, Y), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes)
+        (issue,) = report.issues
+        assert issue.category == "dynamic_axes" and "axes the value has" in issue.next_step()
+    else:  # an input's rank is known before any work: an argument error, as from export
+        with pytest.raises(ValueError, match="dynamic_axes"):
+            audit(Add(), (X, Y), input_names=["x", "y"], output_names=["sum"], dynamic_axes=axes)
 
 
 def test_malformed_dynamic_axes_is_a_type_error():

@@ -155,25 +155,6 @@ def _check_against_graph(captured, options: ExportOptions) -> None:
         )
 
 
-def _check_dynamic_axes(graph: Graph, options: ExportOptions) -> None:
-    """Axes must exist; a key naming no input or output was warned about already (legacy ignores it)."""
-    values = {v.name: v for v in graph.inputs + graph.outputs}
-    for name, axes in options.dynamic_axes.items():
-        value = values.get(name)
-        if value is None:
-            if options.strict:
-                known = ", ".join(sorted(values)) or "none"
-                raise ValueError(
-                    f"dynamic_axes names {name!r}, which is neither an input nor an output "
-                    f"(strict=True; current names: {known})"
-                )
-            continue
-        rank = value.rank
-        for axis in axes:
-            if rank is not None and not -rank <= axis < rank:
-                raise ValueError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {rank}")
-
-
 def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, value_info: bool = True,
           provenance: bool = True, metadata_props: Mapping[str, str] | None = None, **option_kwargs) -> Exported:
     """Capture and convert ``model`` without writing anything; ``export`` saves the result.
@@ -211,7 +192,6 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     # text of its Python stack, about 2 KB) before optimisation and the proto need memory.
     captured.graph = None
     capture_mod.release_free_memory()
-    _check_dynamic_axes(graph, options)
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,

@@ -132,8 +132,8 @@ def audit(model, args=(), *, opset_version: int | None = None, training: Trainin
     ``operator_export_type``, ...), since they decide what converts. Runs the conversion export
     runs (nothing is written) and goes on past each failure, so every problem is reported at once.
     """
-    from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_dynamic_axes,  # noqa: PLC0415
-                      _check_model, _conversion_options)
+    from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_model,  # noqa: PLC0415
+                      _conversion_options)
     from .options import validate_options
     from .symbolic import registry
 
@@ -151,11 +151,5 @@ def audit(model, args=(), *, opset_version: int | None = None, training: Trainin
     _check_against_graph(captured, options)
     total = sum(1 for _ in captured.graph.nodes())
     converter = Converter(captured, _conversion_options(model, options), collect=True)
-    graph = converter.run()
-    issues = list(converter.issues)
-    if not issues and not converter.unsupported:
-        try:
-            _check_dynamic_axes(graph, options)
-        except ValueError as error:
-            issues.append(ConversionIssue.from_error(error, "dynamic_axes", opset, "", ""))
-    return AuditReport(opset, converter.unsupported, total, issues, converter.not_reached)
+    converter.run()
+    return AuditReport(opset, converter.unsupported, total, list(converter.issues), converter.not_reached)

@@ -238,7 +238,8 @@ class ConversionIssue:
     ``message`` the conversion's own message and ``category`` one of "opset" (the lowering needs a
     higher opset: ``needs_opset``, from an ``OpsetRequirementError`` or, for a legacy-style
     symbolic's plain message, its "pass opset_version=N"), "complex" (a complex value where ONNX has none), "runtime size"
-    (a size known only at runtime where the lowering needs it fixed) or "conversion".
+    (a size known only at runtime where the lowering needs it fixed), "dynamic_axes" (an axis the
+    named output does not have) or "conversion".
     """
 
     def __init__(self, op: str, opset: int, scope: str, source: str, message: str, needs_opset: int | None = None,
@@ -254,6 +255,8 @@ class ConversionIssue:
             self.category = "opset"
         elif "complex" in lowered:
             self.category = "complex"
+        elif "dynamic_axes[" in message:  # an axis the value does not have (before "dynamic" below)
+            self.category = "dynamic_axes"
         elif any(word in lowered for word in ("runtime", "static", "dynamic")):
             self.category = "runtime size"
         else:
@@ -277,6 +280,8 @@ class ConversionIssue:
                     "x.angle(), x.real or x.imag")
         if self.category == "runtime size":
             return "fix that size at export time (leave it out of dynamic_axes) or compute it differently"
+        if self.category == "dynamic_axes":
+            return "name only axes the value has in dynamic_axes (0 to rank - 1, or negative from the end)"
         return (f"change the model around it, or register a conversion with "
                 f"torchscript_onnx.register_custom_op_symbolic('{self.op}', fn, {self.opset})")
 
