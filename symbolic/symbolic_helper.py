@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from torchscript_onnx.errors import OpsetRequirementError, SymbolicValueError
+from torchscript_onnx.errors import SymbolicValueError, needs_opset  # noqa: F401 - needs_opset: sh.needs_opset
 from torchscript_onnx.ir import UNKNOWN, Value
 
 # ---------------------------------------------------------------------------------------------
@@ -248,13 +248,6 @@ def unimplemented(op: str, detail: str, value=None):
 def value_error(message: str, value=None):
     raise SymbolicValueError(message, value)
 
-
-def needs_opset(opset: int, reason: str, value=None, message: str | None = None):
-    """Raise the typed requirement: this node converts from ``opset`` on, because of ``reason`` (a
-    condition, as declared in the registry's requirement table: "k known only at runtime"). The
-    message reads "<reason> needs opset N or higher (pass opset_version=N)" unless ``message`` says
-    otherwise; export collects these for the whole graph and reports them at once."""
-    raise OpsetRequirementError(opset, reason, value, message)
 
 
 # ---------------------------------------------------------------------------------------------

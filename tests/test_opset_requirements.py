@@ -226,8 +226,8 @@ def _literal_requirements() -> list[tuple[str, int, int, str]]:
     for path in sorted(SYMBOLIC.rglob("*.py")) + [pathlib.Path(onnx_ops.__file__)]:
         for node in ast.walk(ast.parse(path.read_text())):
             helper = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
-            if helper in ("sh.needs_opset", "_needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)
-                args = node.args if helper in ("sh.needs_opset", "_needs_opset") else node.args[1:]
+            if helper in ("sh.needs_opset", "needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)
+                args = node.args if helper in ("sh.needs_opset", "needs_opset") else node.args[1:]
                 if len(args) >= 2 and all(isinstance(a, ast.Constant) for a in args[:2]):
                     found.append((path.name, node.lineno, args[0].value, args[1].value))
     return found

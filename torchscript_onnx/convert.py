@@ -19,8 +19,8 @@ from . import capture as capture_module
 from . import dtypes, jit_walk, onnx_ops
 from .capture import Captured
 from .context import GraphContext
-from .errors import (ConversionIssue, OnnxExporterError, OpsetRequirementError, SymbolicValueError, UnsupportedOp,
-                     UnsupportedOperatorError)
+from .errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
+                     UnsupportedOp, UnsupportedOperatorError)
 from .ir import Graph, Origin, Value
 from .mutation import LIST_MUTATORS, mutated_input, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
@@ -827,7 +827,7 @@ def _name_dims(shape, axes, name: str):
     dims = list(shape)
     for axis, dim_name in axes.items():
         if not -len(dims) <= axis < len(dims):
-            raise ValueError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {len(dims)}")
+            raise DynamicAxesError(f"dynamic_axes[{name!r}] has axis {axis}, but {name!r} has rank {len(dims)}")
         dims[axis] = dim_name
     return tuple(dims)
 

@@ -8,7 +8,11 @@ import re
 
 def _torch_error(name: str, fallback: type) -> type:
     """torch's own exception class of that name when torch has it, so ``except
-    torch.onnx.errors.OnnxExporterError`` (or its subclasses) catches ours; else ``fallback``."""
+    torch.onnx.errors.OnnxExporterError`` (or its subclasses) catches ours; else ``fallback``.
+
+    The one use of ``torch.onnx`` here, and one the project's stand-alone rule names as allowed:
+    the base classes only, so users' ``except`` clauses keep working; nothing of torch's exporter
+    produces or checks a result."""
     try:
         return getattr(importlib.import_module("torch.onnx.errors"), name)
     except (ImportError, AttributeError):
@@ -172,6 +176,20 @@ class OpsetRequirementError(SymbolicValueError):
         return type(self), (self.required_opset, self.reason, None, self.message), state
 
 
+def needs_opset(opset: int, reason: str, value=None, message: str | None = None):
+    """Raise the typed requirement: the node converts from ``opset`` on, because of ``reason`` (a
+    condition, as declared in the registry's requirement table: "k known only at runtime"). The
+    message reads "<reason> needs opset N or higher (pass opset_version=N)" unless ``message`` says
+    otherwise; export collects these for the whole graph and reports them at once. Symbolics call
+    it as ``symbolic_helper.needs_opset``, the builder's schema helpers (``onnx_ops``) directly."""
+    raise OpsetRequirementError(opset, reason, value, message)
+
+
+class DynamicAxesError(ValueError):
+    """``dynamic_axes`` names an axis the value does not have (found where its dims are named: an
+    input's before conversion, an output's after it)."""
+
+
 def _where(error: SymbolicValueError) -> str:
     return (error.scope or "<top>") + f" at {error.source or '<unknown source>'}"
 
@@ -238,12 +256,12 @@ class ConversionIssue:
     ``message`` the conversion's own message and ``category`` one of "opset" (the lowering needs a
     higher opset: ``needs_opset``, from an ``OpsetRequirementError`` or, for a legacy-style
     symbolic's plain message, its "pass opset_version=N"), "complex" (a complex value where ONNX has none), "runtime size"
-    (a size known only at runtime where the lowering needs it fixed), "dynamic_axes" (an axis the
-    named output does not have) or "conversion".
+    (a size known only at runtime where the lowering needs it fixed), "dynamic_axes" (a
+    ``DynamicAxesError``: an axis the named output does not have) or "conversion".
     """
 
     def __init__(self, op: str, opset: int, scope: str, source: str, message: str, needs_opset: int | None = None,
-                 reason: str | None = None):
+                 reason: str | None = None, category: str | None = None):
         self.op, self.opset, self.scope, self.source, self.message = op, opset, scope, source, message
         self.reason = reason  # the declared condition, when the conversion raised OpsetRequirementError
         if needs_opset is None:  # a legacy-style symbolic's plain message: "... (pass opset_version=N)"
@@ -251,12 +269,12 @@ class ConversionIssue:
             needs_opset = int(found.group(1)) if found else None
         self.needs_opset = needs_opset if needs_opset is not None and needs_opset > opset else None
         lowered = message.lower()
-        if self.needs_opset is not None:
+        if category is not None:  # known from the error's type
+            self.category = category
+        elif self.needs_opset is not None:
             self.category = "opset"
         elif "complex" in lowered:
             self.category = "complex"
-        elif "dynamic_axes[" in message:  # an axis the value does not have (before "dynamic" below)
-            self.category = "dynamic_axes"
         elif any(word in lowered for word in ("runtime", "static", "dynamic")):
             self.category = "runtime size"
         else:
@@ -270,6 +288,8 @@ class ConversionIssue:
                        error.opset, error.reason)
         if isinstance(error, SymbolicValueError):
             return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message)
+        if isinstance(error, DynamicAxesError):
+            return cls(op, opset, scope, source, str(error), category="dynamic_axes")
         return cls(op, opset, scope, source, f"{type(error).__name__}: {error}")
 
     def next_step(self) -> str:

@@ -106,7 +106,7 @@ def _is_optional(value: torch._C.Value, opset: int) -> bool:
     return opset >= OPTIONAL_INPUTS_OPSET and isinstance(value.type(), torch._C.OptionalType)
 
 
-def _read_by_legacy(value: torch._C.Value, opset: int, control_flow: bool = True) -> LegacyRead | None:
+def _read_by_legacy(value: torch._C.Value, opset: int, control_flow: bool) -> LegacyRead | None:
     if _is_optional(value, opset):
         return LegacyRead("OptionalHasElement", optional=True)  # legacy tests it at runtime
     for use in value.uses():

@@ -6,6 +6,10 @@ export with ``torchscript_onnx.export``, and ``torch.onnx.register_custom_op_sym
 ``unregister_custom_op_symbolic`` fill our registry, so such code's custom symbolics apply.
 ``torch.onnx.export`` calls without ``dynamo=False`` still go to torch's dynamo exporter.
 
+This module is the one place the package touches ``torch.onnx``'s entry points, and only when the
+user calls ``install()``: an opt-in routing the project's stand-alone rule names as allowed. The
+routed calls run our exporter; nothing of torch's produces or checks their result.
+
 Modules that imported one of these functions by name before ``install()`` (``from torch.onnx
 import export``) are routed too: every loaded module attribute that is torch's function is
 replaced, and ``uninstall()`` puts torch's function back in each place.

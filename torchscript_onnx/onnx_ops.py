@@ -14,14 +14,10 @@ from collections.abc import Sequence
 import torch
 
 from .dtypes import to_onnx
-from .errors import OpsetRequirementError
+from .errors import needs_opset
 from .ir import Value
 
 INT64_MAX = 9223372036854775807
-
-
-def _needs_opset(opset: int, reason: str):
-    raise OpsetRequirementError(opset, reason)
 
 
 def _ints(g, values: Sequence[int]) -> Value:
@@ -61,7 +57,7 @@ def slice(g, x: Value, axes: Sequence[int], starts, ends, steps: Sequence[int] |
     steps = list(steps) if steps is not None else [1] * len(axes)
     if g.opset < 10:
         if not static or any(s != 1 for s in steps):
-            _needs_opset(10, "Slice with runtime bounds or steps")
+            needs_opset(10, "Slice with runtime bounds or steps")
         return g.op("Slice", x, axes_i=list(axes), starts_i=list(starts), ends_i=list(ends))
     inputs = [_bound(g, starts), _bound(g, ends), _ints(g, axes)]
     if any(s != 1 for s in steps):
@@ -138,20 +134,20 @@ SCATTER_REDUCTION_SINCE = {"add": 16, "mul": 16, "max": 18, "min": 18}
 def scatter_elements(g, x: Value, axis: int, indices: Value, updates: Value, reduction: str | None = None) -> Value:
     if reduction is None or reduction == "none":
         if g.opset < 9:
-            _needs_opset(9, "ONNX Scatter")
+            needs_opset(9, "ONNX Scatter")
         return g.op("ScatterElements" if g.opset >= 11 else "Scatter", x, indices, updates, axis_i=axis)
     since = SCATTER_REDUCTION_SINCE[reduction]
     if g.opset < since:
-        _needs_opset(since, f"ScatterElements with reduction={reduction!r}")
+        needs_opset(since, f"ScatterElements with reduction={reduction!r}")
     return g.op("ScatterElements", x, indices, updates, axis_i=axis, reduction_s=reduction)
 
 
 def scatter_nd(g, x: Value, indices: Value, updates: Value, reduction: str | None = None) -> Value:
     if g.opset < 11:
-        _needs_opset(11, "ONNX ScatterND")
+        needs_opset(11, "ONNX ScatterND")
     if reduction is None or reduction == "none":
         return g.op("ScatterND", x, indices, updates)
     since = SCATTER_REDUCTION_SINCE[reduction]
     if g.opset < since:
-        _needs_opset(since, f"ScatterND with reduction={reduction!r}")
+        needs_opset(since, f"ScatterND with reduction={reduction!r}")
     return g.op("ScatterND", x, indices, updates, reduction_s=reduction)
