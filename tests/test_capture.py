@@ -3,11 +3,13 @@ promise that the model is left exactly as it was (flags, buffers, requires_grad,
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import capture
+from torchscript_onnx import api, capture
 from torchscript_onnx.options import TrainingMode
 
 
@@ -306,3 +308,47 @@ def test_transformer_fast_path_switch_comes_back(model, before):
         assert torch.backends.mha.get_fastpath_enabled() is before
     finally:
         torch.backends.mha.set_fastpath_enabled(previous)
+
+
+class Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_capture_adds_no_frame_to_the_traced_source_text():
+    # The tracer writes every frame of the Python stack into every node; a global module hook of
+    # ours would add Module._call_impl's 'inner' frame once per module level (memory: ~90 bytes a
+    # line a node). Hooks the user registered are theirs, so none is registered around this test.
+    captured = capture.capture(Nested(), (_x(),), TrainingMode.EVAL)
+    texts = [node.sourceRange() for node in captured.graph.nodes() if node.kind() == "aten::linear"]
+    assert texts and all("_call_impl" in text for text in texts)  # the frames are recorded ...
+    assert not any("): inner\n" in text for text in texts)  # ... with no hook's among them
+
+
+def test_the_traced_graph_is_freed_before_the_file_is_made(monkeypatch):
+    # Each traced node holds ~2 KB of stack text: the graph must not live through optimisation and
+    # serialisation. Python references to it (the captured inputs, the last converted node, the
+    # converter's reference cycle) kept DenseNet-121's 12 MB graph alive until the export ended.
+    traced = []
+    trace_graph = torch.jit._get_trace_graph
+
+    def recording(*args, **kwargs):
+        graph, outputs = trace_graph(*args, **kwargs)
+        traced.append(graph)
+        return graph, outputs
+
+    monkeypatch.setattr(torch.jit, "_get_trace_graph", recording)
+    references = []
+    optimize = api.optimize
+
+    def counting(*args, **kwargs):
+        references.append(sys.getrefcount(traced[0]) - 1)  # less getrefcount's argument
+        return optimize(*args, **kwargs)
+
+    monkeypatch.setattr(api, "optimize", counting)
+    api.build(Nested(), (_x(),))
+    assert references == [1]  # when optimisation starts, only the test's list holds the graph

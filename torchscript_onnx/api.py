@@ -189,8 +189,9 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     clock.lap("convert", lambda: progress.graph_counts(graph))
     n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
     # Nothing reads the TorchScript graph after conversion: free it (each traced node holds the
-    # text of its Python stack, about 2 KB) before optimisation and the proto need memory.
-    captured.graph = None
+    # text of its Python stack, about 2 KB) before optimisation and the proto need memory. Its
+    # inputs (user_inputs, params) hold it too: a Value from graph.inputs() keeps its graph alive.
+    del captured
     capture_mod.release_free_memory()
     if options.optimize:
         optimize(graph, training=_exports_training(model, options.training),

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -306,43 +306,43 @@ _TRIM_INTERVAL_S = 0.05
 
 
 @contextlib.contextmanager
-def _heap_released_around_modules() -> Iterator[None]:
-    """``release_free_memory`` before and after every module call while tracing.
+def _heap_released_while_tracing() -> Iterator[None]:
+    """``release_free_memory`` every 50 ms from a background thread while the model runs.
 
     The tracer keeps small allocations alive for every node it records (the node, its values and
     types, the text of its source range), made between the model's intermediates; glibc puts them
     into the blocks freed intermediates left, so each layer's intermediates take new pages and the
     heap grows by about their size per layer: GPT-2's trace reached 112 MB above the model for a
-    forward pass that needs 26 MB, 38 MB with the free pages given back around each module.
-    Global module hooks do it (they do not change what the trace records)."""
-    if _malloc_trim() is None:
+    forward pass that needs 26 MB, about 45 MB with the free pages given back every 50 ms (more
+    often costs CPU time: the pages fault in again when the next layer needs them).
+
+    A thread, not module hooks: a global forward hook sends every module call through
+    ``Module._call_impl``'s ``inner`` frame, and the tracer writes each frame of the Python stack
+    into each node's source text (one line per module level per node: DenseNet-121's 3,373 nodes
+    carried 1.5 MB of ``inner`` lines). ``malloc_trim`` is thread-safe and ctypes lets go of the
+    GIL while it runs."""
+    trim = _malloc_trim()
+    if trim is None:
         yield
         return
+    stop = threading.Event()
 
-    # A trim costs ~0.2 ms, and the pages it gives back fault in again when the next layer needs
-    # them: around every module call ResNet-18's export took 57% more CPU time (DenseNet-121 40%),
-    # every 5 ms still 50%. Every 50 ms costs ~10% and keeps most of the gain on transformers
-    # (GPT-2 46 MB above the model instead of 107; Whisper-tiny's encoder 65 instead of 108).
-    last = [0.0]
+    def release_until_stopped() -> None:
+        while not stop.wait(_TRIM_INTERVAL_S):
+            trim(0)
 
-    def release(*_):
-        now = time.perf_counter()
-        if now - last[0] >= _TRIM_INTERVAL_S:
-            release_free_memory()
-            last[0] = time.perf_counter()
-
-    handles = [torch.nn.modules.module.register_module_forward_pre_hook(release),
-               torch.nn.modules.module.register_module_forward_hook(release)]
+    thread = threading.Thread(target=release_until_stopped, name="torchscript_onnx heap release", daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        for handle in handles:
-            handle.remove()
+        stop.set()
+        thread.join()
 
 
 def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
-            _heap_released_around_modules(), torch.no_grad():
+            _heap_released_while_tracing(), torch.no_grad():
         if _has_packed_params(model):
             # Packed quantized weights are not tensors: tracing cannot pass them as graph inputs.
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.
