@@ -137,10 +137,18 @@ def ort_latency(paths: dict, args, runs: int) -> dict:
     return out
 
 
+def default_names() -> list[str]:
+    """The zoo and bench.latency's transformers (the local tiny models only when there is no zoo)."""
+    from bench import latency
+
+    zoo = models.default_names()
+    return zoo + [n for n in latency.MODELS if n not in zoo] if models.zoo_models() else zoo
+
+
 def bench_model(name, *, repeat, opset, dynamo, ort_runs, memory_timeout, threads=0) -> dict:
     record = {"model": name}
     try:
-        model, args = models.build(name)
+        model, args = memory.build_model(name)
     except Exception as e:  # noqa: BLE001
         record["error"] = "build: " + exporters.short_error(e)
         return record
@@ -307,7 +315,7 @@ def parse_args(argv=None):
     import torchscript_onnx
 
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--models", help="comma-separated model names (default: the whole zoo)")
+    parser.add_argument("--models", help="comma-separated model names (default: the zoo and the transformers)")
     parser.add_argument("--repeat", type=int, default=5, help="timed exports per exporter (default 5)")
     parser.add_argument("--no-dynamo", action="store_true", help="skip torch.onnx.export(dynamo=True)")
     parser.add_argument("--opset", type=int, default=torchscript_onnx.DEFAULT_OPSET)
@@ -330,10 +338,10 @@ def parse_args(argv=None):
 def main(argv=None) -> dict:
     ns = parse_args(argv)
     if ns.list:
-        print("\n".join(models.all_models()))
+        print("\n".join(memory.known_models()))
         return {}
-    known = models.all_models()
-    names = [n.strip() for n in ns.models.split(",") if n.strip()] if ns.models else models.default_names()
+    known = memory.known_models()
+    names = [n.strip() for n in ns.models.split(",") if n.strip()] if ns.models else default_names()
     if not names:
         raise SystemExit("--models names no model")
     unknown = [n for n in names if n not in known]
