@@ -325,7 +325,6 @@ def _heap_released_while_tracing() -> Iterator[None]:
     if trim is None:
         yield
         return
-    trim(0)  # what came before (building the model, earlier exports) and a short trace's only chance
     stop = threading.Event()
 
     def release_until_stopped() -> None:
