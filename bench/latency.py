@@ -4,7 +4,8 @@
 
 For each model: the three exporters write a file each; every file is loaded in onnxruntime (CPU
 provider, default graph optimisations, one intra- and one inter-op thread), warmed up, then run
-``--runs`` times interleaved (ours, legacy, dynamo, ours, ...) so they share the machine's noise.
+``--runs`` times interleaved (ours, legacy, dynamo; legacy, dynamo, ours; ...) so they share the
+machine's noise and none always runs first.
 Each run is timed in CPU time of this process (``time.process_time``), which other processes on a
 shared machine do not inflate the way they inflate wall time; the table gives the median.
 ``--ops`` also prints, per model, the op histogram of the graph onnxruntime runs after its own
@@ -216,6 +217,14 @@ def op_histogram(path) -> collections.Counter:
     return collections.Counter(n.op_type for n in proto.graph.node)
 
 
+def rotations(names: list, rounds: int):
+    """``names`` in a rotating order, once per round: a session that always ran first measured up to
+    8% slower than a second session of the same file (Whisper-tiny's encoder, 1 thread)."""
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        yield names[k:] + names[:k]
+
+
 def cpu_times(paths: dict, args, runs: int) -> dict:
     """{exporter: [CPU seconds per run]}, the sessions run interleaved; errors as strings."""
     tensors = [t.detach().cpu().numpy() for t in models.flat_tensors(args)]
@@ -232,10 +241,10 @@ def cpu_times(paths: dict, args, runs: int) -> dict:
             sessions[name], out[name] = sess, []
         except Exception as e:  # noqa: BLE001 - reported in the table
             out[name] = exporters.short_error(e)
-    for _ in range(runs):
-        for name, sess in sessions.items():
+    for order in rotations(list(sessions), runs):
+        for name in order:
             start = time.process_time()
-            sess.run(None, feeds[name])
+            sessions[name].run(None, feeds[name])
             out[name].append(time.process_time() - start)
     return out
 

@@ -122,10 +122,12 @@ def ort_latency(paths: dict, args, runs: int) -> dict:
             out[name] = {"times": [], "median": None, "error": None}
         except Exception as e:  # noqa: BLE001 - recorded in the report
             out[name] = {"times": [], "median": None, "error": exporters.short_error(e)}
-    for _ in range(runs):
-        for name, sess in sessions.items():
+    from bench.latency import rotations
+
+    for order in rotations(list(sessions), runs):
+        for name in order:
             start = time.perf_counter()
-            sess.run(None, feeds[name])
+            sessions[name].run(None, feeds[name])
             out[name]["times"].append(time.perf_counter() - start)
     for name in sessions:
         out[name]["median"] = statistics.median(out[name]["times"])
