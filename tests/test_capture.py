@@ -352,3 +352,15 @@ def test_the_traced_graph_is_freed_before_the_file_is_made(monkeypatch):
     monkeypatch.setattr(api, "optimize", counting)
     api.build(Nested(), (_x(),))
     assert references == [1]  # when optimisation starts, only the test's list holds the graph
+
+
+def test_export_goes_on_when_no_thread_can_be_started(monkeypatch):
+    # Giving heap pages back while tracing is a saving, not a need: under a process limit on
+    # threads the export still runs, only without it.
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(capture.threading.Thread, "start", refuse)
+    model = Nested()
+    proto = tso.export(model, (_x(),))
+    assert [node.op_type for node in proto.graph.node].count("Gemm") == 1

@@ -332,7 +332,11 @@ def _heap_released_while_tracing() -> Iterator[None]:
             trim(0)
 
     thread = threading.Thread(target=release_until_stopped, name="torchscript_onnx heap release", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process limit, interpreter shutdown): trace without it
+        yield
+        return
     try:
         yield
     finally:
