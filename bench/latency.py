@@ -40,7 +40,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from bench import exporters, models  # noqa: E402
-from bench.run import model_nodes  # noqa: E402
+from bench.run import model_nodes, rotations  # noqa: E402
 
 SEQ = 128
 
@@ -217,14 +217,6 @@ def op_histogram(path) -> collections.Counter:
         session(path, optimized)
         proto = onnx.load(optimized, load_external_data=False)
     return collections.Counter(n.op_type for n in proto.graph.node)
-
-
-def rotations(names: list, rounds: int):
-    """``names`` in a rotating order, once per round: a session that always ran first measured up to
-    8% slower than a second session of the same file (Whisper-tiny's encoder, 1 thread)."""
-    for r in range(rounds):
-        k = r % len(names) if names else 0
-        yield names[k:] + names[:k]
 
 
 def cpu_times(paths: dict, args, runs: int) -> dict:

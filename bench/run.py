@@ -50,6 +50,15 @@ def _ratio(a, b):
     return a / b
 
 
+def rotations(names: list, rounds: int):
+    """``names`` in an order that rotates each round, so none always runs first or right after
+    another's garbage (an onnxruntime session that always ran first measured up to 8% slower
+    than a second session of the same file: Whisper-tiny's encoder, 1 thread)."""
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        yield names[k:] + names[:k]
+
+
 def time_exports(model, args, names, opset, repeat, tmp) -> dict:
     """Median wall time in seconds per exporter; one warm-up each, then ``repeat`` interleaved rounds.
 
@@ -64,9 +73,8 @@ def time_exports(model, args, names, opset, repeat, tmp) -> dict:
             live.append(n)
         except Exception as e:  # noqa: BLE001 - recorded in the report
             out[n]["error"] = exporters.short_error(e)
-    for r in range(repeat):
-        k = r % len(live) if live else 0
-        for n in live[k:] + live[:k]:
+    for order in rotations(live, repeat):
+        for n in order:
             gc.collect()
             start = time.perf_counter()
             exporters.run(n, model, args, out[n]["path"], opset)
@@ -122,8 +130,6 @@ def ort_latency(paths: dict, args, runs: int) -> dict:
             out[name] = {"times": [], "median": None, "error": None}
         except Exception as e:  # noqa: BLE001 - recorded in the report
             out[name] = {"times": [], "median": None, "error": exporters.short_error(e)}
-    from bench.latency import rotations
-
     for order in rotations(list(sessions), runs):
         for name in order:
             start = time.perf_counter()
@@ -180,7 +186,7 @@ def summarize(record) -> dict:
 
     def peak(n):
         m = mem.get(n) or {}
-        return None if m.get("error") or m.get("delta_bytes") is None else m["delta_bytes"]
+        return None if m.get("error") else m.get("delta_bytes")
 
     def mb(nbytes):
         return None if nbytes is None else nbytes / 2**20
