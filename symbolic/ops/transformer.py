@@ -177,18 +177,36 @@ def attention(g, query: Value, key: Value, value: Value, mask: Value | None, sca
     scores = g.op("Mul", g.op("MatMul", query, _transpose_last(g, key)), scale)
     if is_causal:
         scores = g.op("Add", scores, _masked_to_bias(g, causal_mask(g, query, key), dtype))
+    bias = None
     if mask is not None:
         if mask.dtype == torch.bool:
-            allowed = g.op("Not", mask) if masked_is_true else mask
-            scores = g.op("Add", scores, _masked_to_bias(g, allowed, dtype))
+            bias = _masked_to_bias(g, g.op("Not", mask) if masked_is_true else mask, dtype)
         else:
-            scores = g.op("Add", scores, onnx_ops.cast(g, mask, dtype))
+            bias = onnx_ops.cast(g, mask, dtype)
+        scores = g.op("Add", scores, bias)
     probs = _softmax_last(g, scores)
-    if mask is not None and safe_softmax and g.opset >= 9:
-        # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
-        probs = g.op("Where", g.op("IsNaN", probs), g.constant(0.0, probs.dtype), probs)
     out = g.op("MatMul", probs, value)
+    if bias is not None and safe_softmax and g.opset >= 9:
+        # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
+        empty = _empty_rows(g, bias)
+        zero = g.constant(0.0, dtype)
+        out = g.op("Where", empty, zero, out)
+        probs = g.op("Where", empty, zero, probs) if need_probs else probs
     return (out, probs) if need_probs else out
+
+
+def _empty_rows(g, bias: Value) -> Value:
+    """Bool (..., L, 1): the rows an additive mask fills with -inf only, where softmax gives NaN.
+
+    Read from the mask, not from the scores: the mask is often smaller (broadcast over heads or
+    batch) and shared by every layer, so the check runs once per model rather than once per layer
+    over the whole score tensor (T5-small: 3 reductions instead of 18 checks of each probability).
+    Finite scores cannot lift a -inf; Less than the lowest finite value is -inf, at every opset
+    with Where (Equal takes floats only from opset 11)."""
+    rank = sh.rank(bias)
+    last = -1 if rank is None else rank - 1  # negative axes arrived in opset 11
+    row_max = onnx_ops.reduce(g, "ReduceMax", bias, [last], True)
+    return g.op("Less", row_max, g.constant(torch.finfo(row_max.dtype).min, row_max.dtype))
 
 
 @symbolic("aten::scaled_dot_product_attention")

@@ -20,7 +20,25 @@ def with_mask(mask_shape, dtype=torch.float32, **sizes):
     def inputs():
         mask = torch.rand(mask_shape) > 0.3 if dtype == torch.bool else torch.randn(mask_shape)
         if dtype == torch.bool:
-            mask[..., 0] = True  # no fully masked row (torch gives NaN there)
+            mask[..., 0] = True  # no fully masked row (the cases below have them)
+        return (*qkv(**sizes)(), mask)
+    return inputs
+
+
+def with_empty_rows(mask_shape, dtype=torch.float32, **sizes):
+    """A mask whose row 1 (and batch 1 entirely) attends to nothing: torch's sdpa gives 0 there,
+    where a plain softmax gives NaN."""
+    def inputs():
+        if dtype == torch.bool:
+            mask = torch.rand(mask_shape) > 0.3
+            mask[..., 0] = True
+            blocked = False
+        else:
+            mask = torch.randn(mask_shape)
+            blocked = float("-inf")
+        mask[..., 1, :] = blocked
+        if len(mask_shape) == 4:
+            mask[1] = blocked
         return (*qkv(**sizes)(), mask)
     return inputs
 
@@ -77,6 +95,12 @@ CASES = [
          opsets=ATTENTION_OPSETS),
     Case("sdpa_float_mask_broadcast", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m), with_mask((1, 4, 5)),
          opsets=ATTENTION_OPSETS),
+    Case("sdpa_bool_mask_empty_rows", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m),
+         with_empty_rows((2, 1, 4, 5), torch.bool), min_opset=9, opsets=ATTENTION_OPSETS),
+    Case("sdpa_float_mask_empty_rows", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m),
+         with_empty_rows((2, 3, 4, 5)), min_opset=9, opsets=ATTENTION_OPSETS),
+    Case("sdpa_float_mask_empty_rows_2d", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m),
+         with_empty_rows((4, 5)), min_opset=9, opsets=ATTENTION_OPSETS),
     Case("sdpa_gqa", lambda q, k, v: SDPA(q, k, v, enable_gqa=True), qkv(h=6, hk=2), min_opset=9, opsets=ATTENTION_OPSETS),
     Case("sdpa_gqa_causal_scale", lambda q, k, v: SDPA(q, k, v, is_causal=True, scale=0.5, enable_gqa=True),
          qkv(h=4, hk=2, lq=5, lk=5), min_opset=9, opsets=ATTENTION_OPSETS),
