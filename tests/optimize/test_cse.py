@@ -42,6 +42,11 @@ def other_attributes(g):
     return [g.op("Add", g.op("LeakyRelu", x, alpha_f=0.1), g.op("LeakyRelu", x, alpha_f=0.2))]
 
 
+def two_identities(g):  # each keeps a name (a graph output, a deduplicated initializer's)
+    x, _ = _inputs(g)
+    return [g.op("Add", g.op("Identity", x), g.op("Identity", x))]
+
+
 def same_attributes(g):
     x, _ = _inputs(g)
     return [g.op("Add", g.op("LeakyRelu", x, alpha_f=0.1), g.op("LeakyRelu", x, alpha_f=0.1))]
@@ -101,6 +106,7 @@ CASES = [
     ("large_different_tensor_attributes", large_different_tensor_attributes,
      ["Constant", "Constant", "ReduceSum", "Sub", "Add"]),
     ("both_outputs", both_outputs, ["Add", "Add"]),
+    ("two_identities", two_identities, ["Identity", "Identity", "Add"]),
     ("first_is_output", first_is_output, ["Add", "Relu"]),
 ]
 

@@ -55,15 +55,16 @@ def passes(training: bool = False, initializers_are_inputs: bool = False, consta
         # rewrites the key repeat_kv reads. Before CSE and the last dead-code pass, which clean up
         # the replaced nodes and what the fusions add.
         order += [FuseRMSNormalization(), FuseRotaryEmbedding(), AttentionGroupedKV()]
-    order += [RemoveNoopReshape(), RemoveNoopArithmetic(), CommonSubexpressions()]
+    order += [RemoveNoopReshape(), RemoveNoopArithmetic()]
+    if not initializers_are_inputs:
+        # Before CSE: nodes that read two copies of one constant (a mask each layer rebuilds) are
+        # the same node only once the copies are one initializer.
+        order.append(DeduplicateInitializers(by_value=not training))
+    order.append(CommonSubexpressions())
     if opset is not None:
         # After CSE, which makes one Slice of two equal ones (equal pieces would not tile an axis);
         # after the LLM fusions, which match rotate_half by its Slices.
         order.append(SlicesToSplit(opset))
-    if not initializers_are_inputs:
-        # After CSE: a duplicate keeps its name as an Identity of the first, and CSE would merge
-        # two Identity nodes of one initializer (and with them, two names).
-        order.append(DeduplicateInitializers(by_value=not training))
     order += [
         # Last: folding, deduplication and CSE leave unread initializers and Constant nodes.
         DeadCode(),

@@ -8,6 +8,7 @@ the earlier node's outputs. Nodes never merged:
 - random ops (``NONDETERMINISTIC_OPS``): two draws are two different tensors;
 - ops of custom domains: their semantics are unknown (they may be random or stateful);
 - nodes with subgraph attributes (If/Loop/Scan bodies);
+- Identity nodes, which are left only where they keep a name;
 - a node whose output is a graph output or is read by name inside a subgraph (the name must stay).
 """
 
@@ -74,7 +75,10 @@ def _exact_same_attrs(a: Node, b: Node) -> bool:
 
 
 def mergeable(node: Node) -> bool:
-    return not node.domain and node.op_type not in NONDETERMINISTIC_OPS and not has_subgraph(node)
+    # An Identity that survives RemoveIdentity is there to keep a name (a graph output, or a
+    # deduplicated initializer's state_dict name): merging two would lose one.
+    return (not node.domain and node.op_type not in NONDETERMINISTIC_OPS and node.op_type != "Identity"
+            and not has_subgraph(node))
 
 
 class CommonSubexpressions:

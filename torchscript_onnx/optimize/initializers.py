@@ -12,7 +12,8 @@ the same values (two zero biases) are still two parameters. A duplicate's data g
 name stays, as in the legacy exporter: it becomes the output of an ``Identity`` of the first
 initializer (in ``Graph.initializers`` order), placed at the start of the graph, so every
 state_dict name is still a value of the graph (readers, graph outputs and subgraphs that read it
-by name are unchanged). Runs after CSE, which would merge two Identity nodes of one initializer.
+by name are unchanged). Runs before CSE, which never merges Identity nodes, so that readers of
+two copies of one constant become one node.
 
 Except a constant's initializer (``MADE_CONSTANT_NAME``: ``GraphContext.materialize`` names a folded
 value too large for a Constant node ``onnx::Constant_<n>``): no state_dict key, and the legacy
