@@ -169,7 +169,9 @@ def _repeat_heads(g, x: Value, groups: int) -> Value:
 def attention(g, query: Value, key: Value, value: Value, mask: Value | None, scale, is_causal: bool,
               groups: int = 1, masked_is_true: bool = False, need_probs: bool = False, safe_softmax: bool = False):
     """softmax(Q K^T * scale + mask) V; ``mask`` bool (True = attend, or masked when
-    ``masked_is_true``) or float (added)."""
+    ``masked_is_true``) or float (added). ``safe_softmax``: rows the mask leaves empty give 0 in
+    the output (sdpa's semantics); the probabilities ``need_probs`` returns keep softmax's NaN there,
+    as nn.MultiheadAttention's weights do."""
     dtype = query.dtype
     if groups > 1:
         key, value = _repeat_heads(g, key, groups), _repeat_heads(g, value, groups)
@@ -188,10 +190,7 @@ def attention(g, query: Value, key: Value, value: Value, mask: Value | None, sca
     out = g.op("MatMul", probs, value)
     if bias is not None and safe_softmax and g.opset >= 9:
         # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
-        empty = _empty_rows(g, bias)
-        zero = g.constant(0.0, dtype)
-        out = g.op("Where", empty, zero, out)
-        probs = g.op("Where", empty, zero, probs) if need_probs else probs
+        out = g.op("Where", _empty_rows(g, bias), g.constant(0.0, dtype), out)
     return (out, probs) if need_probs else out
 
 

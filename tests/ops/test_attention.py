@@ -26,20 +26,15 @@ def with_mask(mask_shape, dtype=torch.float32, **sizes):
 
 
 def with_empty_rows(mask_shape, dtype=torch.float32, **sizes):
-    """A mask whose row 1 (and batch 1 entirely) attends to nothing: torch's sdpa gives 0 there,
-    where a plain softmax gives NaN."""
+    """with_mask's inputs, but row 1 (and, for a 4-D mask, batch 1 entirely) attends to nothing:
+    torch's sdpa gives 0 there, where a plain softmax gives NaN."""
     def inputs():
-        if dtype == torch.bool:
-            mask = torch.rand(mask_shape) > 0.3
-            mask[..., 0] = True
-            blocked = False
-        else:
-            mask = torch.randn(mask_shape)
-            blocked = float("-inf")
+        *attention_inputs, mask = with_mask(mask_shape, dtype, **sizes)()
+        blocked = False if dtype == torch.bool else float("-inf")
         mask[..., 1, :] = blocked
-        if len(mask_shape) == 4:
+        if mask.dim() == 4:
             mask[1] = blocked
-        return (*qkv(**sizes)(), mask)
+        return (*attention_inputs, mask)
     return inputs
 
 
@@ -101,6 +96,11 @@ CASES = [
          with_empty_rows((2, 3, 4, 5)), min_opset=9, opsets=ATTENTION_OPSETS),
     Case("sdpa_float_mask_empty_rows_2d", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m),
          with_empty_rows((4, 5)), min_opset=9, opsets=ATTENTION_OPSETS),
+    Case("sdpa_bool_mask_empty_rows_dynamic", lambda q, k, v, m: SDPA(q, k, v, attn_mask=m),
+         with_empty_rows((2, 1, 4, 5), torch.bool), min_opset=9, opsets=ATTENTION_OPSETS,
+         export_options=dynamic((["q", "k", "v", "m"], {"q": {0: "b", 2: "l"}, "k": {0: "b", 2: "s"},
+                                                         "v": {0: "b", 2: "s"}, "m": {0: "b", 2: "l", 3: "s"}})),
+         other_inputs=lambda: [with_empty_rows((3, 1, 6, 7), torch.bool, b=3, lq=6, lk=7)()]),
     Case("sdpa_gqa", lambda q, k, v: SDPA(q, k, v, enable_gqa=True), qkv(h=6, hk=2), min_opset=9, opsets=ATTENTION_OPSETS),
     Case("sdpa_gqa_causal_scale", lambda q, k, v: SDPA(q, k, v, is_causal=True, scale=0.5, enable_gqa=True),
          qkv(h=4, hk=2, lq=5, lk=5), min_opset=9, opsets=ATTENTION_OPSETS),
