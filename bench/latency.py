@@ -40,7 +40,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from bench import exporters, models  # noqa: E402
-from bench.run import model_nodes, rotations  # noqa: E402
+from bench.ort_timing import AGAIN, cpu_times, session  # noqa: E402
+from bench.run import model_nodes  # noqa: E402
 
 SEQ = 128
 
@@ -170,6 +171,8 @@ MODELS = {
     "bert_base": _bert_base, "roberta_base": _roberta_base, "gpt2": _gpt2, "llama": _llama, "t5_small": _t5_small,
     "whisper_tiny_encoder": _whisper_tiny_encoder, "unet_small": _unet_small,
 }
+# The transformers among them, whose node counts are held to dynamo's (bench.run).
+TRANSFORMERS = ("bert_base", "roberta_base", "gpt2", "llama", "t5_small", "whisper_tiny_encoder")
 
 
 def build(name, distinct_weights=False):
@@ -196,18 +199,6 @@ def distinguish_weights(model: nn.Module) -> None:
                 p.add_(torch.randn(p.shape, generator=generator, dtype=p.dtype) * 0.02)
 
 
-def session(path, optimized_path=None):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3  # not the warning that an optimised file may hold hardware-specific ops
-    if optimized_path:
-        opts.optimized_model_filepath = optimized_path
-    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-
-
 def op_histogram(path) -> collections.Counter:
     """Op types of the graph onnxruntime runs after its optimisations (ORT_ENABLE_ALL, the default)."""
     import onnx
@@ -217,33 +208,6 @@ def op_histogram(path) -> collections.Counter:
         session(path, optimized)
         proto = onnx.load(optimized, load_external_data=False)
     return collections.Counter(n.op_type for n in proto.graph.node)
-
-
-def cpu_times(paths: dict, args, runs: int) -> dict:
-    """{exporter: [CPU seconds per run]}, the sessions run interleaved; errors as strings."""
-    tensors = [t.detach().cpu().numpy() for t in models.flat_tensors(args)]
-    sessions, feeds, out = {}, {}, {}
-    for name, path in paths.items():
-        try:
-            sess = session(path)
-            inputs = sess.get_inputs()
-            if len(inputs) > len(tensors):
-                raise ValueError(f"{len(inputs)} graph inputs for {len(tensors)} example tensors")
-            feeds[name] = {i.name: t for i, t in zip(inputs, tensors)}
-            for _ in range(3):
-                sess.run(None, feeds[name])
-            sessions[name], out[name] = sess, []
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            out[name] = exporters.short_error(e)
-    for order in rotations(list(sessions), runs):
-        for name in order:
-            start = time.process_time()
-            sessions[name].run(None, feeds[name])
-            out[name].append(time.process_time() - start)
-    return out
-
-
-AGAIN = "ours again"
 
 
 def bench(name, runs, opset, names=("ours", "legacy", "dynamo"), keep=None, distinct_weights=False) -> dict:
@@ -264,7 +228,7 @@ def bench(name, runs, opset, names=("ours", "legacy", "dynamo"), keep=None, dist
         # A second session of our file, interleaved with the others: how far apart two runs of the
         # same graph land on this machine, the noise floor the ratios are read against.
         timed = {**paths, AGAIN: paths["ours"]} if "ours" in paths else paths
-        times = cpu_times(timed, args, runs)
+        times, _ = cpu_times(timed, args, runs)
         for n, t in times.items():
             record["ms"][n] = statistics.median(t) * 1e3 if isinstance(t, list) else t
         record["ops"] = {n: op_histogram(p) for n, p in paths.items() if isinstance(times.get(n), list)}
