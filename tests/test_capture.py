@@ -3,6 +3,8 @@ promise that the model is left exactly as it was (flags, buffers, requires_grad,
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 
 import pytest
@@ -319,14 +321,63 @@ class Nested(torch.nn.Module):
         return self.inner(x) * 2
 
 
-def test_capture_adds_no_frame_to_the_traced_source_text():
-    # The tracer writes every frame of the Python stack into every node; a global module hook of
-    # ours would add Module._call_impl's 'inner' frame once per module level (memory: ~90 bytes a
-    # line a node). Hooks the user registered are theirs, so none is registered around this test.
-    captured = capture.capture(Nested(), (_x(),), TrainingMode.EVAL)
-    texts = [node.sourceRange() for node in captured.graph.nodes() if node.kind() == "aten::linear"]
-    assert texts and all("_call_impl" in text for text in texts)  # the frames are recorded ...
-    assert not any("): inner\n" in text for text in texts)  # ... with no hook's among them
+class Convolutions(torch.nn.Module):
+    """Module calls, a functional call, one line run twice, a module called twice, and a module
+    made in forward (outside the module map: no scope of its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3))
+        self.shared = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        x = self.convs(x)
+        for _ in range(2):
+            x = torch.nn.functional.conv2d(x, self.shared.weight, padding=1)
+        x = self.shared(self.shared(x))
+        return torch.nn.Hardtanh(0.0, 6.0)(x) + 1
+
+
+def _image():
+    return torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(0))
+
+
+def test_nodes_a_line_records_share_one_source_text(monkeypatch):
+    # Every traced node holds a copy of the Python stack (~2 KB); the convolution's constants and
+    # lists hold the same text as the convolution and are given its copy while the trace runs.
+    copies = []
+    copy_metadata = torch._C.Node.copyMetadata
+
+    def counting(node, other):
+        copies.append((node.sourceRange(), other.sourceRange(), node.scopeName(), other.scopeName()))
+        return copy_metadata(node, other)
+
+    monkeypatch.setattr(torch._C.Node, "copyMetadata", counting)
+    capture.capture(Convolutions(), (_image(),), TrainingMode.EVAL)
+    convolutions = 6
+    assert len(copies) >= 10 * convolutions  # each records its constants and lists from one stack
+    assert all(text == other and scope == other_scope for text, other, scope, other_scope in copies)
+
+
+@pytest.mark.parametrize("provenance", [True, False])
+def test_shared_source_texts_change_no_byte_of_the_file(monkeypatch, provenance):
+    # The names come from the nodes' scopes and the doc strings from their texts: both are kept.
+    def export():
+        f = io.BytesIO()
+        tso.export(Convolutions(), (_image(),), f, provenance=provenance)
+        return f.getvalue()
+
+    torch.manual_seed(0)
+    shared = export()
+    monkeypatch.setattr(capture, "_source_ranges_shared_while_tracing", contextlib.nullcontext)
+    torch.manual_seed(0)
+    assert export() == shared
+
+
+def test_the_sharing_hook_is_gone_after_export():
+    hooks = dict(torch.nn.modules.module._global_forward_hooks)
+    tso.export(Convolutions(), (_image(),), io.BytesIO())
+    assert dict(torch.nn.modules.module._global_forward_hooks) == hooks
 
 
 def test_the_traced_graph_is_freed_before_the_file_is_made(monkeypatch):
