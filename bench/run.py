@@ -256,27 +256,18 @@ def _files(s):
                       for n in exporters.EXPORTERS)
 
 
-def _row(name, s):
-    return [
-        name, _fmt(s["weights_mb"]), _fmt(s["export_ours_ms"], 1), _fmt(s["ours_over_legacy"]),
-        _fmt(s["ours_over_dynamo"]), _fmt(s["mem_ours_mb"], 1), _fmt(s["budget_mb"], 1),
-        _fmt(s["mem_legacy_mb"], 1), _fmt(s["mem_dynamo_mb"], 1), _triple(s, "nodes"), _files(s),
-        _fmt(s["ort_ours_ms"]), _fmt(s["ort_over_legacy"], 3), _fmt(s["ort_over_dynamo"], 3),
-        _fmt(s["ort_again"], 3),
-    ]
-
-
 MEDIAN_KEYS = ["weights_mb", "export_ours_ms", "ours_over_legacy", "ours_over_dynamo", "mem_ours_mb", "budget_mb",
                "mem_legacy_mb", "mem_dynamo_mb", "ort_ours_ms", "ort_over_legacy", "ort_over_dynamo", "ort_again"]
 
 
-def _median_row(sums):
-    med = {k: _median([s[k] for s in sums]) for k in MEDIAN_KEYS}
+def _row(name, s, nodes, files):
+    """A table row from a summary (or the medians row, which has ``MEDIAN_KEYS`` only)."""
     return [
-        "**median**", _fmt(med["weights_mb"]), _fmt(med["export_ours_ms"], 1), _fmt(med["ours_over_legacy"]),
-        _fmt(med["ours_over_dynamo"]), _fmt(med["mem_ours_mb"], 1), _fmt(med["budget_mb"], 1),
-        _fmt(med["mem_legacy_mb"], 1), _fmt(med["mem_dynamo_mb"], 1), "", "", _fmt(med["ort_ours_ms"]),
-        _fmt(med["ort_over_legacy"], 3), _fmt(med["ort_over_dynamo"], 3), _fmt(med["ort_again"], 3),
+        name, _fmt(s["weights_mb"]), _fmt(s["export_ours_ms"], 1), _fmt(s["ours_over_legacy"]),
+        _fmt(s["ours_over_dynamo"]), _fmt(s["mem_ours_mb"], 1), _fmt(s["budget_mb"], 1),
+        _fmt(s["mem_legacy_mb"], 1), _fmt(s["mem_dynamo_mb"], 1), nodes, files,
+        _fmt(s["ort_ours_ms"]), _fmt(s["ort_over_legacy"], 3), _fmt(s["ort_over_dynamo"], 3),
+        _fmt(s["ort_again"], 3),
     ]
 
 
@@ -306,8 +297,9 @@ def misses(records, sums) -> list[str]:
 
 def markdown(records, meta) -> str:
     sums = [summarize(rec) for rec in records]
-    rows = [_row(rec["model"] + (" *" if _errors(rec) else ""), s) for rec, s in zip(records, sums)]
-    rows.append(_median_row(sums))
+    rows = [_row(rec["model"] + (" *" if _errors(rec) else ""), s, _triple(s, "nodes"), _files(s))
+            for rec, s in zip(records, sums)]
+    rows.append(_row("**median**", {k: _median([s[k] for s in sums]) for k in MEDIAN_KEYS}, "", ""))
     geomean = _geomean([s["ours_over_legacy"] for s in sums])
     lines = [
         f"# Export benchmark ({meta['date']})",
