@@ -104,8 +104,10 @@ def test_onnx_namespace_is_reserved():
 def test_non_callable_and_bad_opset_are_refused():
     with pytest.raises(TypeError, match="callable"):
         tso.register_custom_op_symbolic("tso_test::x", "not a function", 9)
-    with pytest.raises(ValueError):
-        tso.register_custom_op_symbolic("tso_test::x", relu_as_clip, 6)
+    with pytest.raises(ValueError, match="start at 1"):
+        tso.register_custom_op_symbolic("tso_test::x", relu_as_clip, 0)
+    with pytest.raises(TypeError, match="int"):
+        tso.register_custom_op_symbolic("tso_test::x", relu_as_clip, "13")
 
 
 def test_unregistering_what_is_not_registered_is_an_error():

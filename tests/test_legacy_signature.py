@@ -1,12 +1,10 @@
-"""The whole ``torch.onnx.export`` signature, legacy warnings, torch's error classes, and ``install()``.
+"""The whole ``torch.onnx.export`` signature, legacy warnings and torch's error classes (``install()``: test_install.py).
 
 A call that works with ``torch.onnx.export(..., dynamo=False)`` must work with ours unchanged;
 the dynamo-era keywords each do what their name says (or are refused with a clear error).
 """
 
 import os
-import sys
-import types
 import warnings
 
 import numpy as np
@@ -17,7 +15,6 @@ import torch
 from torch.export import Dim
 
 import torchscript_onnx as tso
-from torchscript_onnx.serialize import PRODUCER_NAME
 
 
 class TwoInputs(torch.nn.Module):
@@ -203,76 +200,6 @@ def test_errors_are_torch_onnx_errors():
     assert issubclass(tso.OnnxExporterWarning, torch.onnx.errors.OnnxExporterWarning)
     with pytest.raises(torch.onnx.errors.OnnxExporterError, match="tso_signature::opaque"):
         tso.export(Unsupported(), (torch.ones(2, 3),), None)
-
-
-# -- install() -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def restore_torch():
-    original = torch.onnx.export, torch.onnx.utils.export, torch.onnx.register_custom_op_symbolic
-    yield
-    tso.uninstall()
-    assert (torch.onnx.export, torch.onnx.utils.export, torch.onnx.register_custom_op_symbolic) == original
-
-
-def test_install_routes_dynamo_false_to_us(tmp_path, restore_torch):
-    model, x = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval(), torch.randn(2, 4)
-    original = torch.onnx.export
-    tso.install()
-    assert torch.onnx.export is not original
-    torch.onnx.export(model, (x,), str(tmp_path / "a.onnx"), dynamo=False, input_names=["x"])
-    torch.onnx.utils.export(model, (x,), str(tmp_path / "b.onnx"), input_names=["x"])
-    for name in ("a.onnx", "b.onnx"):
-        proto = onnx.load(str(tmp_path / name))
-        assert proto.producer_name == PRODUCER_NAME
-        (got,) = _run(str(tmp_path / name), {"x": x.numpy()})
-        np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
-    tso.uninstall()
-    assert torch.onnx.export is original
-
-
-def test_install_reaches_names_imported_before_it(restore_torch):
-    library = types.ModuleType("fake_library_using_torch_onnx")
-    library.onnx_export = torch.onnx.export  # `from torch.onnx import export as onnx_export`
-    sys.modules[library.__name__] = library
-    try:
-        with tso.installed():
-            assert getattr(library.onnx_export, "__torchscript_onnx__", False)
-        assert library.onnx_export is torch.onnx.export
-    finally:
-        del sys.modules[library.__name__]
-
-
-def test_install_routes_custom_symbolic_registration(restore_torch):
-    def hardtanh_as_relu6(g, input, min_val, max_val):
-        return g.op("Clip", input, g.op("Constant", value_t=torch.tensor(0.0)),
-                    g.op("Constant", value_t=torch.tensor(6.0)))
-
-    with tso.installed():
-        torch.onnx.register_custom_op_symbolic("aten::hardtanh", hardtanh_as_relu6, 9)
-        try:
-            proto = tso.export(torch.nn.Hardtanh(-1.0, 1.0), (torch.randn(3),), None, opset_version=13)
-        finally:
-            torch.onnx.unregister_custom_op_symbolic("aten::hardtanh", 9)
-    assert [n.op_type for n in proto.graph.node if n.op_type != "Constant"] == ["Clip"]
-    (got,) = _run(proto, {proto.graph.input[0].name: np.array([-3.0, 2.0, 7.0], dtype=np.float32)})
-    np.testing.assert_array_equal(got, [0.0, 2.0, 6.0])  # the registered conversion, not Hardtanh's [-1, 1]
-
-
-def test_install_leaves_other_calls_to_torch(tmp_path, monkeypatch):
-    calls = []
-
-    def torch_export(model, args=(), f=None, *, dynamo=True, **options):  # stands in for torch's own
-        calls.append(dynamo)
-
-    monkeypatch.setattr(torch.onnx, "export", torch_export)
-    with tso.installed():
-        torch.onnx.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), str(tmp_path / "d.onnx"))
-        torch.onnx.export(torch.nn.Linear(4, 3), (torch.randn(2, 4),), str(tmp_path / "l.onnx"), dynamo=False)
-    assert calls == [True]  # the default (dynamo) call went to torch, the dynamo=False one to us
-    assert onnx.load(str(tmp_path / "l.onnx")).producer_name == PRODUCER_NAME
-    assert torch.onnx.export is torch_export
 
 
 # -- which inputs stay graph inputs ------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 from .symbolic import registry
@@ -11,7 +12,11 @@ from .options import check_opset
 
 def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:
     """Use ``symbolic_fn`` for ``symbolic_name`` ("ns::op"; "::op" means "aten::op") from
-    ``opset_version`` on; it wins over the built-in conversion."""
+    ``opset_version`` on; it wins over the built-in conversion.
+
+    As in legacy, any opset from 1 is accepted: the symbolic serves every target opset from 9 that is
+    at least ``opset_version``, and targets 7 and 8 only when registered at 7..9 (legacy's rule for the
+    opsets below its base, 9)."""
     if isinstance(symbolic_name, str) and symbolic_name.startswith("::"):
         symbolic_name = "aten" + symbolic_name
     registry.check_name(symbolic_name)
@@ -23,14 +28,23 @@ def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset
         from .symbolic.ops.autograd import custom_python_op
 
         symbolic_fn = custom_python_op(symbolic_fn)
-    registry.register_custom(symbolic_name, symbolic_fn, check_opset(opset_version))
+    registry.register_custom(symbolic_name, symbolic_fn, _registration_opset(opset_version))
 
 
 def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
     if isinstance(symbolic_name, str) and symbolic_name.startswith("::"):
         symbolic_name = "aten" + symbolic_name
     registry.check_name(symbolic_name)
-    registry.unregister_custom(symbolic_name, check_opset(opset_version))
+    registry.unregister_custom(symbolic_name, _registration_opset(opset_version))
+
+
+def _registration_opset(opset_version) -> int:
+    """A registration's opset: any int from 1, as legacy takes (a symbolic for "opset 1 and up")."""
+    if isinstance(opset_version, bool) or not isinstance(opset_version, numbers.Integral):
+        raise TypeError(f"opset_version must be an int (the lowest opset the symbolic serves); got {opset_version!r}")
+    if opset_version < 1:
+        raise ValueError(f"opset_version={opset_version}: ONNX opsets start at 1")
+    return int(opset_version)
 
 
 def supported_ops(opset_version: int) -> list[str]:
