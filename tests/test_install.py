@@ -377,6 +377,60 @@ def test_legacy_symbolic_file_runs_through_torch_onnx(installed_on_both_torches)
     assert graphs[0] == graphs[1]
 
 
+class Clamped(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, low):
+        return x.clamp(min=low)
+
+
+class UsesClamped(torch.nn.Module):
+    def forward(self, x, low):
+        return Clamped.apply(x, low) * 2
+
+
+class ClampedWithSymbolic(Clamped):
+    @staticmethod
+    def symbolic(g, x, low):
+        return g.op("Max", x, low)
+
+
+class UsesBoth(torch.nn.Module):
+    def forward(self, x, low):
+        return Clamped.apply(x, low) + ClampedWithSymbolic.apply(x * 2, low)
+
+
+def test_autograd_functions_export(installed_on_both_torches):
+    """The tracer records each Function with the ops its forward ran when the legacy exporter's
+    GLOBALS say so; without the legacy exporter, install() provides them (legacy_globals.py)."""
+    from torch.onnx._internal.torchscript_exporter._globals import GLOBALS
+
+    assert GLOBALS.autograd_inlining is True and GLOBALS.in_onnx_export is False
+    x, low = torch.randn(3, 4), torch.tensor([0.1])
+    proto = tso.export(UsesBoth(), (x, low), None, opset_version=17)
+    assert "Max" in [n.op_type for n in proto.graph.node]  # the symbolic's
+    feeds = {i.name: v.numpy() for i, v in zip(proto.graph.input, (x, low))}
+    np.testing.assert_allclose(_run(proto.SerializeToString(), feeds)[0], UsesBoth()(x, low).numpy())
+
+
+def test_symbolic_context_convention_of_torch_2_0(installed_on_both_torches):
+    """torch <= 2.0 passed a ``SymbolicContext`` first to a symbolic annotated with it."""
+    seen = []
+
+    def python_op(ctx: torch.onnx.SymbolicContext, g, *args, **kwargs):
+        seen.append((ctx.cur_node.kind(), kwargs["name"]))
+        return g.op("Max", args[0], args[1], outputs=ctx.cur_node.outputsSize())
+
+    x, low = torch.randn(3, 3), torch.tensor([0.25])
+    torch.onnx.register_custom_op_symbolic("prim::PythonOp", python_op, 1)
+    try:
+        proto = tso.export(UsesClamped(), (x, low), None, opset_version=17)
+    finally:
+        torch.onnx.unregister_custom_op_symbolic("prim::PythonOp", 1)
+    assert seen == [("prim::PythonOp", "Clamped")]
+    (got,) = _run(proto.SerializeToString(), {i.name: v.numpy() for i, v in zip(proto.graph.input, (x, low))})
+    np.testing.assert_allclose(got, UsesClamped()(x, low).numpy())
+
+
 # -- a program written for torch 2.0 ------------------------------------------------------------------
 
 

@@ -17,8 +17,9 @@ For code users cannot edit (HF optimum, ultralytics, scripts written for the leg
   calls ``_parse_arg``), so symbolics decorated earlier read our values.
 - On a torch without the legacy exporter, its other names are put back, served by ours:
   ``JitScalarType``, ``TrainingMode``, ``OperatorExportTypes``, ``TensorProtoDataType``, the
-  functions above; and ``torch.onnx.is_in_onnx_export`` answers if torch's own needs the removed
-  module.
+  functions above, and torch 2.0's ``SymbolicContext`` (a symbolic whose first parameter is
+  annotated with it receives one, as in torch 2.0); and the legacy exporter's ``GLOBALS``
+  (``legacy_globals.py``), which the tracer, ``torch.onnx.is_in_onnx_export`` and libraries read.
 
 This module is the one place the package touches ``torch.onnx``'s namespace, and only when the
 user calls ``install()``: the opt-in the project's stand-alone rule allows. The routed calls run our
@@ -34,12 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 
 import torch
 
-from . import api, capture, dtypes, options, utils
+from . import api, dtypes, options, registration, utils
 
 # The legacy modules of torch.onnx this exporter can stand in for: name under torch.onnx -> ours.
 LEGACY_MODULES = {
@@ -47,12 +49,17 @@ LEGACY_MODULES = {
     "symbolic_helper": "torchscript_onnx.symbolic.symbolic_helper",
     **{f"symbolic_opset{n}": f"torchscript_onnx.symbolic.symbolic_opset{n}" for n in range(7, 21)},
 }
+# Legacy modules others still import, put back under their names where torch no longer has them.
+LEGACY_INTERNAL_MODULES = {
+    "torch.onnx._internal.torchscript_exporter._globals": "torchscript_onnx.legacy_globals",
+}
 # The other legacy names of torch.onnx -> ours, put there where torch no longer has them (where it does,
 # its functions are routed to ours and its enums stay: ours accept their members).
 LEGACY_NAMES = {
     "register_custom_op_symbolic": utils.register_custom_op_symbolic,
     "unregister_custom_op_symbolic": utils.unregister_custom_op_symbolic,
     "select_model_mode_for_export": utils.select_model_mode_for_export,
+    "SymbolicContext": registration.SymbolicContext,  # gone since torch 2.1; custom symbolics annotate with it
     "JitScalarType": dtypes.JitScalarType,
     "TensorProtoDataType": dtypes.TensorProtoDataType,
     "OperatorExportTypes": options.OperatorExportTypes,
@@ -129,6 +136,15 @@ def _set(namespace: dict, key: str, value) -> None:
 # -- torch's legacy modules and names, served by ours -------------------------------------------------
 
 
+def _torch_has_module(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent that is gone, or an import hook that refuses the name
+        return False
+
+
 def _provide_legacy_modules() -> None:
     """Our modules under torch.onnx's legacy names, as attributes and in ``sys.modules``, so later
     imports (``import torch.onnx.symbolic_helper``, ``from torch.onnx import utils``) get ours."""
@@ -140,6 +156,9 @@ def _provide_legacy_modules() -> None:
 
 
 def _provide_missing_legacy_names() -> None:
+    for name, ours in LEGACY_INTERNAL_MODULES.items():
+        if not _torch_has_module(name):
+            _set(sys.modules, name, importlib.import_module(ours))
     onnx_namespace = vars(torch.onnx)
     for name, ours in LEGACY_NAMES.items():
         if name not in onnx_namespace:
@@ -154,8 +173,6 @@ def _routes(dynamo_default: bool) -> dict[int, tuple[Callable, Callable]]:
     of ``torch.onnx``, and every function of torch's legacy modules that ours have by the same name."""
     onnx = torch.onnx
     routes = [(onnx.export, _routed_export(onnx.export, dynamo_default))]
-    if not _answers(onnx.is_in_onnx_export):
-        routes.append((onnx.is_in_onnx_export, _is_in_onnx_export))
     for name, ours in LEGACY_MODULES.items():
         routes += _module_routes(name, importlib.import_module(ours))
     return {id(original): (original, ours) for original, ours in routes if original is not None and original is not ours}
@@ -192,23 +209,6 @@ def _route(routes: dict[int, tuple[Callable, Callable]]) -> None:
             route = routes.get(id(value))
             if route is not None and value is route[0]:
                 _set(namespace, key, route[1])
-
-
-def _answers(function: Callable) -> bool:
-    try:
-        function()
-    except ImportError:  # torch's is_in_onnx_export reads a flag of the removed legacy exporter
-        return False
-    return True
-
-
-def _is_in_onnx_export() -> bool:
-    """``torch.onnx.is_in_onnx_export``: True while this exporter or torch's dynamo exporter runs."""
-    try:
-        dynamo_flags = importlib.import_module("torch.onnx._internal.exporter._flags")
-    except ImportError:
-        dynamo_flags = None
-    return capture.is_in_onnx_export() or bool(getattr(dynamo_flags, "_is_onnx_exporting", False))
 
 
 _NOT_GIVEN = object()
