@@ -28,6 +28,9 @@ import torch.onnx
 import torch.onnx._internal
 
 REMOVED_MODULES = (
+    # torch.onnx/__init__.py imported again under this name (the tracer does, for each autograd
+    # Function) imports the legacy modules, so on such a torch it fails as they do
+    "torch.onnx.__init__",
     "torch.onnx._internal.torchscript_exporter",
     "torch.onnx.utils",
     "torch.onnx.symbolic_helper",

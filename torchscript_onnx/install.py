@@ -159,6 +159,11 @@ def _provide_missing_legacy_names() -> None:
     for name, ours in LEGACY_INTERNAL_MODULES.items():
         if not _torch_has_module(name):
             _set(sys.modules, name, importlib.import_module(ours))
+    if "torch.onnx.__init__" not in sys.modules:
+        # The tracer imports torch.onnx by this name for each autograd.Function it records, which
+        # runs torch/onnx/__init__.py a second time, and on a torch without the legacy exporter
+        # that second run can import what is gone: let it find the loaded torch.onnx.
+        _set(sys.modules, "torch.onnx.__init__", torch.onnx)
     onnx_namespace = vars(torch.onnx)
     for name, ours in LEGACY_NAMES.items():
         if name not in onnx_namespace:
