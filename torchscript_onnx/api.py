@@ -18,7 +18,7 @@ import torch
 from .symbolic import registry
 
 from . import capture as capture_mod
-from . import progress, serialize
+from . import hf_cache, progress, serialize
 from .context import GraphContext
 from .artifacts import Artifacts
 from .convert import convert
@@ -26,7 +26,8 @@ from .inputs_kept import drop_unused_inputs, legacy_reads
 from .ir import Graph
 from .optimize import optimize
 from .prepare import prepare
-from .options import ExportOptions, OperatorExportTypes, TrainingMode, validate_options, warn_or_raise
+from .options import (ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning, validate_options,
+                      warn_or_raise)
 from .printer import graph_text
 from .provenance import NodeMetadata, _module_class
 
@@ -112,8 +113,15 @@ def _check_f(f) -> None:
 _LEAF_TYPES = (torch.Tensor, bool, int, float, str, type(None), torch.device, torch.dtype)
 
 
-def _check_arg_tree(value, where: str) -> None:
-    """Every leaf of ``args``/``kwargs`` must be something tracing accepts."""
+def _check_arg_tree(value, where: str, argument: bool = False) -> None:
+    """Every leaf of ``args``/``kwargs`` must be something tracing accepts; a transformers cache
+    only as an ``argument`` of its own, and one that can become tensors (hf_cache)."""
+    if hf_cache.is_cache(value):
+        if not argument:
+            raise TypeError(f"{where} is a {type(value).__name__} inside a list, tuple or dict; pass a "
+                            "transformers cache as an argument of its own (past_key_values=cache)")
+        hf_cache.layout_of(value, where)
+        return
     if isinstance(value, _LEAF_TYPES):
         return
     if isinstance(value, (tuple, list)):
@@ -126,7 +134,8 @@ def _check_arg_tree(value, where: str) -> None:
         return
     raise TypeError(
         f"{where} is a {type(value).__name__}; args may hold tensors, Python numbers and bools, None, "
-        "strings, and tuples, lists and dicts of these"
+        "strings, and tuples, lists and dicts of these (and transformers' DynamicCache or EncoderDecoderCache "
+        "as an argument of its own)"
     )
 
 
@@ -137,13 +146,22 @@ def _check_args(args, kwargs) -> None:
         bad = [k for k in kwargs if not isinstance(k, str)]
         if bad:
             raise TypeError(f"kwargs keys must be argument names (str); got {bad!r}")
-        _check_arg_tree(dict(kwargs), "kwargs")
+        for key, item in kwargs.items():
+            _check_arg_tree(item, f"kwargs[{key!r}]", argument=True)
     if not isinstance(args, (tuple, list, Mapping, torch.Tensor, int, float, bool)):
         raise TypeError(
             f"args must be a tensor or a tuple of arguments (tensors, numbers, lists, tuples, dicts; "
             f"a trailing dict holds keyword arguments); got {type(args).__name__}"
         )
-    _check_arg_tree(args, "args")
+    if not isinstance(args, tuple):
+        _check_arg_tree(args, "args")
+        return
+    for k, item in enumerate(args):
+        if k == len(args) - 1 and isinstance(item, Mapping):  # the trailing dict: keyword arguments
+            for key, value in item.items():
+                _check_arg_tree(value, f"args[{k}][{key!r}]", argument=True)
+        else:
+            _check_arg_tree(item, f"args[{k}]", argument=True)
 
 
 def _check_against_graph(captured, options: ExportOptions) -> None:
@@ -169,7 +187,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     metadata_props = _check_file_metadata(value_info, provenance, metadata_props)
     artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
     clock = progress.Progress()
-    options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs})
+    options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs}, named_later=hf_cache.is_cache_name)
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)
@@ -185,6 +203,7 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
     graph, ctx = convert(captured, _conversion_options(model, options))
+    _check_cache_names(graph, options)
     artifacts.step(f"conversion to ONNX opset {options.opset_version}")
     clock.lap("convert", lambda: progress.graph_counts(graph))
     n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
@@ -211,6 +230,16 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
                                doc_string=_doc_string(model, scripted, options.opset_version))
     model_proto.functions.extend(functions + list(ctx.onnxscript_functions.values()))
     return Exported(graph, model_proto, options, input_indices, clock)
+
+
+def _check_cache_names(graph: Graph, options: ExportOptions) -> None:
+    """The dynamic_axes keys of a cache tensor's name form (``past_key_values.0.key``), whose
+    check ``validate_options`` left for the graph: each must name an input or output."""
+    named = set(options.input_names) | set(options.output_names)
+    present = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
+    for name in options.dynamic_axes:
+        if name not in named and hf_cache.is_cache_name(name) and name not in present:
+            warn_or_raise(unknown_dynamic_axes_warning(name, named), options.strict)
 
 
 def _conversion_options(model, options: ExportOptions) -> ExportOptions:

@@ -16,6 +16,7 @@ import dataclasses
 import torch
 
 from . import capture as capture_mod
+from . import hf_cache
 from .convert import Converter, find_unsupported
 from .errors import ConversionIssue, UnsupportedOp
 from .options import TrainingMode, _enum_member, check_opset
@@ -140,7 +141,8 @@ def audit(model, args=(), *, opset_version: int | None = None, training: Trainin
     unknown = sorted(set(options) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
-    options = validate_options(**{**OPTION_DEFAULTS, **options, "opset_version": opset_version, "training": training})
+    options = validate_options(**{**OPTION_DEFAULTS, **options, "opset_version": opset_version, "training": training},
+                               named_later=hf_cache.is_cache_name)
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from . import hf_cache
 from .options import TrainingMode
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
@@ -46,6 +47,10 @@ class Captured:
     scripted: bool = False  # a ScriptModule/ScriptFunction graph: inputs keep their debug names
     example_outputs: list = dataclasses.field(default_factory=list)  # scripted: (dtype, rank) per output
     scopes: dict = dataclasses.field(default_factory=dict)  # scripted: JIT node -> module scope (/b/lin)
+    # Names the capture gives (a transformers cache's tensors), by position among the flattened
+    # user inputs / outputs; input_names and output_names given to export take precedence.
+    input_names: dict[int, str] = dataclasses.field(default_factory=dict)
+    output_names: dict[int, str] = dataclasses.field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -165,7 +170,12 @@ def normalize_args(model, args, kwargs) -> tuple:
     """The legacy input rule: anything but a tuple (a list too) is one positional argument; a
     trailing dict (``kwargs`` is appended as one) holds keyword arguments; parameters after the
     positional ones take their value from it or their default, so the traced positional list
-    matches the forward signature (legacy fills defaults even without a trailing dict)."""
+    matches the forward signature (legacy fills defaults even without a trailing dict).
+
+    A decorated forward (transformers' models) may fill parameters itself (``use_cache`` from
+    its config), and a value bound by position then clashes with it ("got multiple values for
+    argument"): its keyword arguments are passed by keyword, as eager takes them, and no default
+    is filled. Keyword values without a tensor are then fixed at capture (``_TracedCall``)."""
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs:
@@ -183,14 +193,15 @@ def normalize_args(model, args, kwargs) -> tuple:
     if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
         raise TypeError(f"args: keyword argument(s) {sorted(unknown)} are not parameters of the model's forward")
     fill = params[len(positional):]
-    if hasattr(forward, "__wrapped__"):
-        # A decorated forward (transformers' models) may set defaults of its own, so a default
-        # passed positionally would clash with them ("got multiple values for argument"): fill
-        # only up to the last parameter args gives.
+    scripted = isinstance(forward, torch._C.ScriptMethod)
+    if scripted:
+        # capture binds a scripted forward's defaults from its schema: fill only up to the last
+        # parameter args gives
         given = [k for k, p in enumerate(fill) if p.name in named]
         fill = fill[:given[-1] + 1] if given else []
+    decorated = hasattr(forward, "__wrapped__") and not scripted
     used = set()
-    for p in fill:
+    for p in [] if decorated else fill:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             break
         if p.name in named:
@@ -200,10 +211,11 @@ def normalize_args(model, args, kwargs) -> tuple:
             positional.append(p.default)
         else:
             raise TypeError(f"args: the model's forward needs '{p.name}', which args does not give")
-    # Keyword-only parameters and names taken by **kwargs are passed by keyword (CallArgs).
+    # Keyword-only parameters and names taken by **kwargs are passed by keyword (CallArgs), and
+    # every keyword argument of a decorated forward.
     order = {p.name: k for k, p in enumerate(params)}
     keywords = sorted((n for n in named if n not in used and n in order
-                       and params[order[n]].kind in (params[order[n]].KEYWORD_ONLY,)), key=order.get)
+                       and (decorated or params[order[n]].kind == params[order[n]].KEYWORD_ONLY)), key=order.get)
     keywords += [n for n in named if n not in order]
     if keywords:
         call = CallArgs(positional + [named[n] for n in keywords])
@@ -240,34 +252,75 @@ class CallArgs(tuple):
         n = len(self) - len(self.keywords)
         return tuple(self[:n]), dict(zip(self.keywords, self[n:]))
 
+    def is_constant(self, k: int) -> bool:
+        """Whether entry ``k`` is fixed at capture, not a graph input: a keyword value without a tensor."""
+        return k >= len(self) - len(self.keywords) and not _has_tensor(self[k])
+
+
+def traced_arguments(args: tuple) -> tuple:
+    """The entries of normalised ``args`` that a trace takes as inputs, in their order."""
+    if not isinstance(args, CallArgs):
+        return tuple(args)
+    return tuple(a for k, a in enumerate(args) if not args.is_constant(k))
+
 
 def call_model(model, args: tuple):
-    """Call ``model`` with normalised args (keyword entries of ``CallArgs`` by keyword)."""
-    if isinstance(args, CallArgs):
-        positional, keywords = args.split()
-        return model(*positional, **keywords)
-    return model(*args)
+    """Call ``model`` with normalised args (keyword entries of ``CallArgs`` by keyword), each
+    transformers cache among them copied (the call grows the cache it is given)."""
+    positional, keywords = args.split() if isinstance(args, CallArgs) else (args, {})
+    positional = [hf_cache.copied(a) if hf_cache.is_cache(a) else a for a in positional]
+    keywords = {k: hf_cache.copied(a) if hf_cache.is_cache(a) else a for k, a in keywords.items()}
+    return model(*positional, **keywords)
 
 
-class _KeywordCall(torch.nn.Module):
-    """Traces ``model`` called with keyword arguments: tracing passes inputs positionally only."""
+class _TracedCall(torch.nn.Module):
+    """Traces ``model`` called as the normalised ``args`` say, with what tracing cannot carry
+    made traceable: keyword arguments (tracing passes inputs positionally only; keyword values
+    without a tensor stay constants of the trace, as positional Python values do) and
+    transformers caches, in the arguments and the outputs (passed as their tensors, see
+    hf_cache). ``input_names`` / ``output_names``: the cache tensors' names by their position
+    among the flattened inputs / outputs (the outputs' once traced)."""
 
-    def __init__(self, model, args: CallArgs):
+    def __init__(self, model, args: tuple):
         super().__init__()
-        positional, keywords = args.split()
+        positional, keywords = args.split() if isinstance(args, CallArgs) else (tuple(args), {})
         self.model, self.n_positional = model, len(positional)
-        # Python values (flags like use_cache=False) stay constants of the trace, as positional ones do.
         self.constants = {k: v for k, v in keywords.items() if not _has_tensor(v)}
         self.keywords = tuple(k for k in keywords if k not in self.constants)
-        self.args = positional + tuple(keywords[k] for k in self.keywords)
+        given = list(traced_arguments(args))
+        parameters = _positional_names(model, len(positional)) + list(self.keywords)
+        self.caches: dict[int, hf_cache.CacheLayout] = {}
+        self.input_names: dict[int, str] = {}
+        for k, value in enumerate(given):
+            if not hf_cache.is_cache(value):
+                continue
+            where = f"args[{k}]" if k < len(positional) else f"kwargs[{parameters[k]!r}]"
+            layout = self.caches[k] = hf_cache.layout_of(value, where)
+            first = len(torch.jit._flatten(tuple(given[:k]))[0])
+            prefix = parameters[k] or hf_cache.INPUT_PREFIX
+            self.input_names.update((first + j, name) for j, name in enumerate(layout.names(prefix)))
+            given[k] = tuple(layout.tensors(value))
+        self.args = tuple(given)
+        self.output_names: dict[int, str] = {}
 
     def forward(self, *args):
+        args = [self.caches[k].rebuild(a) if k in self.caches else a for k, a in enumerate(args)]
         n = self.n_positional
-        return self.model(*args[:n], **dict(zip(self.keywords, args[n:])), **self.constants)
+        out = self.model(*args[:n], **dict(zip(self.keywords, args[n:])), **self.constants)
+        out, self.output_names = hf_cache.outputs_as_tensors(out)
+        return out
+
+
+def _positional_names(model, n: int) -> list[str | None]:
+    """The forward's parameter names of the first ``n`` positional arguments (None where unknown)."""
+    signature = forward_signature(model)
+    params = [p.name for p in signature.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)] if signature is not None else []
+    return (params + [None] * n)[:n]
 
 
 def _has_tensor(value) -> bool:
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor) or hf_cache.is_cache(value):
         return True
     if isinstance(value, (list, tuple)):
         return any(_has_tensor(v) for v in value)
@@ -431,8 +484,8 @@ def _capture_trace(model, args: tuple) -> Captured:
     prev_cache = torch.is_autocast_cache_enabled()
     torch.set_autocast_cache_enabled(False)  # the cache would turn weights into constants
     traced = model
-    if isinstance(args, CallArgs):
-        traced = _KeywordCall(model, args)
+    if isinstance(args, CallArgs) or any(hf_cache.is_cache(a) for a in args) or hf_cache.may_return_cache(model):
+        traced = _TracedCall(model, args)
         args = traced.args
     try:
         graph, _ = torch.jit._get_trace_graph(traced, args, strict=False, _force_outplace=False)
@@ -442,7 +495,9 @@ def _capture_trace(model, args: tuple) -> Captured:
     inputs = list(graph.inputs())
     n_user = len(inputs) - len(state)
     params = [(inputs[n_user + k], name, tensor) for k, (name, tensor) in enumerate(state.items())]
-    return Captured(graph=graph, user_inputs=inputs[:n_user], params=params)
+    names = (traced.input_names, traced.output_names) if isinstance(traced, _TracedCall) else ({}, {})
+    return Captured(graph=graph, user_inputs=inputs[:n_user], params=params, input_names=names[0],
+                    output_names=names[1])
 
 
 def _nested_nones(args: tuple) -> int:

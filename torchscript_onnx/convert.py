@@ -218,8 +218,9 @@ class Converter:
     def add_inputs(self) -> None:
         names = self.options.input_names
         examples = self.captured.example_inputs
+        given = self.captured.input_names  # what capture names (a transformers cache's tensors)
         for k, jit_value in enumerate(self.captured.user_inputs):
-            name = names[k] if k < len(names) else _default_input_name(jit_value, k)
+            name = names[k] if k < len(names) else given.get(k) or _default_input_name(jit_value, k)
             dtype, sizes = _jit_tensor_info(jit_value)
             if examples and k < len(examples) and isinstance(examples[k], torch.Tensor):
                 dtype, sizes = examples[k].dtype, list(examples[k].shape)
@@ -227,7 +228,7 @@ class Converter:
                 # Python numbers are 0-d inputs; a float is a double, as in TorchScript and legacy
                 dtype, sizes = torch.tensor(examples[k], dtype=_NUMBER_DTYPE[type(examples[k])]).dtype, []
             shape = None if sizes is None else tuple(sizes)
-            key = name if k < len(names) else _dynamic_axes_key(self.options.dynamic_axes, name, k)
+            key = name if k < len(names) or k in given else _dynamic_axes_key(self.options.dynamic_axes, name, k)
             shape = _name_dims(shape, self.options.dynamic_axes.get(key), key)
             if dtype in _QUANTIZED_VALUES:
                 self.env[jit_value.unique()] = self.add_quantized_input(jit_value, dtype, sizes)
@@ -633,8 +634,9 @@ class Converter:
         # where legacy's own passes (conv + batch norm folding) number their new values from
         graph.legacy_next_number = max(numbers.values(), default=self.n_legacy_inputs() - 1) + 1
         consumers = graph.consumers()
-        for k, (value, hint) in enumerate(zip(graph.outputs, hints)):
-            graph.rename(value, names[k] if k < len(names) else _default_output_name(
+        given = self.captured.output_names  # what capture names (a transformers cache's tensors)
+        for k, (value, hint, position) in enumerate(zip(graph.outputs, hints, positions)):
+            graph.rename(value, names[k] if k < len(names) else given.get(position) or _default_output_name(
                 hint, numbers.get(id(value)), consumers.get(id(value))))
         examples = self.captured.example_outputs
         if len(examples) == n_torch_outputs:  # scripted: what one run shows, where the graph is silent
@@ -678,7 +680,7 @@ class Converter:
         given = len(self.options.input_names)
         consumers = self.graph.consumers()
         for k, value in enumerate(self.graph.inputs[: len(self.captured.user_inputs)]):
-            if k < given or not _is_number(self.captured.user_inputs[k].debugName()):
+            if k < given or k in self.captured.input_names or not _is_number(self.captured.user_inputs[k].debugName()):
                 continue
             self.graph.rename(value, _friendly_name(k, consumers.get(id(value))))
 

@@ -16,6 +16,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from . import hf_cache
+from .capture import CallArgs
+
 _STATIC = "STATIC"
 
 
@@ -70,6 +73,14 @@ def _walk(value, spec, name: str, out: list) -> None:
     if isinstance(value, torch.Tensor):
         out.append((name, _tensor_axes(spec, value, name)))
         return
+    if hf_cache.is_cache(value):
+        if spec is not None:
+            raise ValueError(
+                f"dynamic_shapes for {name!r}: a transformers cache's axes are not given through dynamic_shapes; "
+                f"give every axis through dynamic_axes instead, naming the cache's tensors "
+                f"{name}.0.key, {name}.0.value, ...")
+        out += [(leaf, {}) for leaf in hf_cache.layout_of(value, name).names(name)]
+        return
     if isinstance(value, (tuple, list)):
         specs = _children(spec, len(value), name, dict_keys=None)
         for k, item in enumerate(value):
@@ -106,6 +117,11 @@ def to_dynamic_axes(model, args: tuple, dynamic_shapes, input_names) -> tuple[li
     ``cache_0``, ``cache_1`` inside a list), as the dynamo exporter names them.
     """
     names = _parameter_names(model, len(args))
+    if isinstance(args, CallArgs):  # entries passed by keyword, their constants left out as capture does
+        n = len(args) - len(args.keywords)
+        names = names[:n] + list(args.keywords)
+        kept = [k for k in range(len(args)) if not args.is_constant(k)]
+        names, args = [names[k] for k in kept], tuple(args[k] for k in kept)
     if isinstance(dynamic_shapes, Mapping):
         unknown = sorted(set(dynamic_shapes) - set(names))
         if unknown:

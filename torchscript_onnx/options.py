@@ -122,12 +122,15 @@ def check_opset(opset_version, argument: str = "opset_version") -> int:
     return opset_version
 
 
-def _check_dynamic_axes(value, input_names, output_names, strict: bool) -> dict[str, dict[int, str]]:
+def _check_dynamic_axes(value, input_names, output_names, strict: bool,
+                        named_later=None) -> dict[str, dict[int, str]]:
     """Normalise both legacy forms; generated names follow legacy: ``<name>_dynamic_axes_<k>``.
 
     As in legacy, a key that is in neither ``input_names`` nor ``output_names`` is a warning, not
     an error (it still applies if it is the default name of an input or output), and so are the
-    list form (names are generated) and an axis given twice (the first wins).
+    list form (names are generated) and an axis given twice (the first wins). Keys for which
+    ``named_later(key)`` is true name what capture names (a cache's tensors): their check waits
+    for the graph (``unknown_dynamic_axes_warning``).
     """
     if value is None:
         return {}
@@ -138,11 +141,8 @@ def _check_dynamic_axes(value, input_names, output_names, strict: bool) -> dict[
     for name, axes in value.items():
         if not isinstance(name, str):
             raise TypeError(f"dynamic_axes keys must be input or output names (str); got {name!r}")
-        if name not in named:
-            known = ", ".join(repr(n) for n in sorted(named)) or "none given"
-            warn_or_raise(
-                f"Provided key {name} for dynamic axes is not a valid input/output name: it is in neither "
-                f"input_names nor output_names (names given: {known})", strict)
+        if name not in named and not (named_later is not None and named_later(name)):
+            warn_or_raise(unknown_dynamic_axes_warning(name, named), strict)
         if isinstance(axes, Mapping):
             items = list(axes.items())
         elif isinstance(axes, Sequence) and not isinstance(axes, (str, bytes)):
@@ -165,6 +165,12 @@ def _check_dynamic_axes(value, input_names, output_names, strict: bool) -> dict[
                 continue
             normalised[name][axis] = dim_name
     return normalised
+
+
+def unknown_dynamic_axes_warning(name: str, named) -> str:
+    known = ", ".join(repr(n) for n in sorted(named)) or "none given"
+    return (f"Provided key {name} for dynamic axes is not a valid input/output name: it is in neither "
+            f"input_names nor output_names (names given: {known})")
 
 
 def _check_custom_opsets(value) -> dict[str, int]:
@@ -220,8 +226,12 @@ def validate_options(
     verbose,
     optimize=True,
     strict=False,
+    named_later=None,
 ) -> ExportOptions:
     """Check every export option (type, range, names) and return them normalised.
+
+    ``named_later``: a predicate of the ``dynamic_axes`` keys that name what capture names, whose
+    check waits for the graph.
 
     Raises TypeError/ValueError naming the argument and what it accepts, and NotImplementedError
     for options whose other values a later version implements.
@@ -238,7 +248,7 @@ def validate_options(
         )
     strict = _check_bool(strict, "strict")
     optimize = _check_bool(optimize, "optimize")
-    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names, strict)
+    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names, strict, named_later)
     export_params = _check_bool(export_params, "export_params")
     if keep_initializers_as_inputs is not None:
         _check_bool(keep_initializers_as_inputs, "keep_initializers_as_inputs")

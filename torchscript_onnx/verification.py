@@ -18,7 +18,8 @@ import numpy as np
 import onnx
 import torch
 
-from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export
+from . import hf_cache
+from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
 from .errors import CheckerError
 from .options import TrainingMode
 
@@ -104,9 +105,12 @@ def format_table(comparisons: list[Comparison], rtol: float, atol: float, headin
     return "\n".join(([heading] if heading else []) + lines + [verdict])
 
 def flatten_outputs(value) -> list[torch.Tensor]:
-    """Outputs flattened in the legacy order: tuples, lists and dict values, depth first."""
+    """Outputs flattened in the legacy order: tuples, lists and dict values, depth first; a
+    transformers cache as its tensors."""
     if isinstance(value, torch.Tensor):
         return [value]
+    if hf_cache.is_cache(value):
+        return _cache_tensors(value)
     if isinstance(value, (list, tuple)):
         return [t for item in value for t in flatten_outputs(item)]
     if isinstance(value, dict):
@@ -119,10 +123,13 @@ def flatten_outputs(value) -> list[torch.Tensor]:
 
 
 def flatten_inputs(args: tuple) -> list:
+    """The graph inputs normalised ``args`` flatten to, in order (keyword constants left out)."""
     flat = []
-    for item in args:
+    for item in traced_arguments(args):
         if isinstance(item, torch.Tensor):
             flat.append(item)
+        elif hf_cache.is_cache(item):
+            flat.extend(_cache_tensors(item))
         elif isinstance(item, (list, tuple)):
             flat.extend(flatten_inputs(tuple(item)))
         elif isinstance(item, dict):
@@ -132,6 +139,10 @@ def flatten_inputs(args: tuple) -> list:
         elif isinstance(item, (bool, int)):
             flat.append(torch.tensor(item))
     return flat
+
+
+def _cache_tensors(cache) -> list[torch.Tensor]:
+    return hf_cache.layout_of(cache, "a cache").tensors(cache)
 
 
 def check(model_bytes: bytes) -> onnx.ModelProto:
@@ -323,12 +334,16 @@ def replace_flat(args, new_flat: list):
     def walk(item):
         if isinstance(item, torch.Tensor):
             return new_flat[next(position)]
+        if hf_cache.is_cache(item):
+            layout = hf_cache.layout_of(item, "a cache")
+            return layout.rebuild([new_flat[next(position)] for _ in layout.slots()])
+        if isinstance(item, CallArgs):
+            values = [v if item.is_constant(k) else walk(v) for k, v in enumerate(item)]
+            result = CallArgs(values)
+            result.keywords = item.keywords
+            return result
         if isinstance(item, (list, tuple)):
             values = [walk(v) for v in item]
-            if isinstance(item, CallArgs):
-                result = CallArgs(values)
-                result.keywords = item.keywords
-                return result
             return type(item)(values) if type(item) in (list, tuple) else type(item)(*values)
         if isinstance(item, dict):
             return {key: walk(v) for key, v in item.items()}
