@@ -15,7 +15,7 @@ one-model way to decode.
 from __future__ import annotations
 
 import dataclasses
-import functools
+import types
 import io
 import os
 import warnings
@@ -192,15 +192,11 @@ def test_two_decode_steps_with_the_models_own_cache_match_eager(family):
 
 
 def _fills_use_cache(forward):
-    """As transformers' ``merge_with_config_defaults``: the wrapper passes ``use_cache`` by keyword
-    itself, so a call that gives it by position fails ("got multiple values for argument")."""
+    """transformers' own decorator that passes ``use_cache`` from the model's config (its models'
+    forwards carry it, with others that pass parameters by keyword themselves)."""
+    from transformers.utils.generic import merge_with_config_defaults
 
-    @functools.wraps(forward)
-    def wrapper(self, *args, **kwargs):
-        kwargs["use_cache"] = kwargs.get("use_cache") if kwargs.get("use_cache") is not None else False
-        return forward(self, *args, **kwargs)
-
-    return wrapper
+    return merge_with_config_defaults(forward)
 
 
 def _flags(x, mask, use_cache=None, scale=1.0, mode="add", bias=None):
@@ -212,6 +208,8 @@ def _flags(x, mask, use_cache=None, scale=1.0, mode="add", bias=None):
 
 
 class Decorated(nn.Module):
+    config = types.SimpleNamespace(use_cache=False)
+
     @_fills_use_cache
     def forward(self, x, mask=None, use_cache=None, scale=1.0, mode="add", bias=None):
         return _flags(x, mask, use_cache, scale, mode, bias)
@@ -275,11 +273,19 @@ def test_tensor_keyword_values_keep_legacys_names():
     assert len(ours.graph.input) == 2
 
 
-def test_python_numbers_by_keyword_stay_inputs_where_legacy_makes_them_inputs():
-    """An undecorated forward binds keyword arguments by position, as legacy does: a float given by
-    keyword and used in arithmetic is a (double) graph input there, and stays one here."""
+class UnderNoGrad(nn.Module):
+    @torch.no_grad()
+    def forward(self, x, mask=None, use_cache=None, scale=1.0, mode="add", bias=None):
+        return _flags(x, mask, use_cache, scale, mode, bias)
+
+
+@pytest.mark.parametrize("model", [Undecorated(), UnderNoGrad()], ids=["undecorated", "torch.no_grad"])
+def test_python_numbers_by_keyword_stay_inputs_where_legacy_makes_them_inputs(model):
+    """A forward that is not under transformers' decorators binds keyword arguments by position, as
+    legacy does: a float given by keyword and used in arithmetic is a (double) graph input there,
+    and stays one here."""
     x, mask = _x()
-    proto = tso.export(Undecorated(), (), None, kwargs={"x": x, "mask": mask, "scale": 2.5})
+    proto = tso.export(model, (), None, kwargs={"x": x, "mask": mask, "scale": 2.5})
     assert [i.type.tensor_type.elem_type for i in proto.graph.input] == [1, 1, 11]  # float, float, double
 
 

@@ -172,10 +172,11 @@ def normalize_args(model, args, kwargs) -> tuple:
     positional ones take their value from it or their default, so the traced positional list
     matches the forward signature (legacy fills defaults even without a trailing dict).
 
-    A decorated forward (transformers' models) may fill parameters itself (``use_cache`` from
+    A forward under one of transformers' decorators fills parameters itself (``use_cache`` from
     its config), and a value bound by position then clashes with it ("got multiple values for
     argument"): its keyword arguments are passed by keyword, as eager takes them, and no default
-    is filled. Keyword values without a tensor are then fixed at capture (``_TracedCall``)."""
+    is filled. Keyword values without a tensor are then fixed at capture (``_TracedCall``). Other
+    forwards, decorated or not, keep the legacy rule: a number given by keyword is a graph input."""
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs:
@@ -199,7 +200,7 @@ def normalize_args(model, args, kwargs) -> tuple:
         # parameter args gives
         given = [k for k, p in enumerate(fill) if p.name in named]
         fill = fill[:given[-1] + 1] if given else []
-    decorated = hasattr(forward, "__wrapped__") and not scripted
+    decorated = not scripted and hf_cache.fills_parameters_itself(forward)
     used = set()
     for p in [] if decorated else fill:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
