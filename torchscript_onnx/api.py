@@ -364,7 +364,7 @@ def export(
             outputs with PyTorch's on ``args`` (rtol 1e-4, atol 1e-5); a mismatch raises and writes nothing.
             ``torchscript_onnx.verify(model, args, ...)`` does the same without writing and returns a
             report per output name (absolute and relative differences), also at other sizes along the
-            dynamic axes (``other_sizes=``). From a shell: ``torchscript-onnx export`` / ``verify``.
+            dynamic axes (``other_sizes=``); it raises on a mismatch too, unless ``raise_on_mismatch=False``. From a shell: ``torchscript-onnx export`` / ``verify``.
         profile: profile the export (cProfile); printed, or added to the report.
         dump_exported_program: write the captured TorchScript graph into ``artifacts_dir``.
         artifacts_dir: where report, profile and graph dump go (created if needed).
