@@ -34,7 +34,7 @@ class Truth:
     model: object
     inputs: tuple
     opset: int
-    problems: dict  # op -> category ("no conversion", "opset", "runtime size", "complex", "conversion")
+    problems: dict  # op -> category ("no conversion", "opset", "runtime size", "complex", "autograd.Function", ...)
     options: dict = dataclasses.field(default_factory=dict)
     not_reached: tuple = ()
 
@@ -72,6 +72,17 @@ class Scoped(torch.nn.Module):
         return torch.view_as_real(self.spectrum(x))
 
 
+class Softsign(torch.autograd.Function):  # no symbolic staticmethod
+    @staticmethod
+    def forward(ctx, x):
+        return x / (1 + x.abs())
+
+
+class CallsAFunction(torch.nn.Module):
+    def forward(self, x):
+        return Softsign.apply(x) * 2
+
+
 BATCH_AND_LENGTH = {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}
 TRUTHS = [
     Truth("linear_ok", torch.nn.Linear(4, 3), (torch.randn(2, 4),), 13, {}),
@@ -96,6 +107,9 @@ TRUTHS = [
           {"input_names": ["x", "y"], "dynamic_axes": {"y": [1]}}),
     Truth("after_a_failure", AfterAFailure(), (torch.randn(2, 16),), 17,
           {"aten::special_erfcx": "no conversion", "aten::exp": "complex"}),
+    Truth("function_inlined", CallsAFunction(), (torch.randn(2, 3),), 17, {}),
+    Truth("function_without_symbolic", CallsAFunction(), (torch.randn(2, 3),), 17,
+          {"prim::PythonOp": "autograd.Function"}, {"autograd_inlining": False}),
 ]
 
 
@@ -149,6 +163,19 @@ def test_every_issue_has_place_and_next_step():
                      input_names=["x", "y"], dynamic_axes={"y": [1]}).to_markdown()
     for fragment in ("`aten::special_erfcx`", "`aten::exp`", "complex", "runtime size"):
         assert fragment in markdown
+
+
+def test_a_function_without_symbolic_gets_its_own_next_step():
+    (issue,) = audit(CallsAFunction(), (torch.randn(2, 3),), opset_version=17, autograd_inlining=False).issues
+    step = issue.next_step()
+    for remedy in ("give Softsign a symbolic(g, *args) staticmethod",
+                   "register_custom_op_symbolic('prim::PythonOp', fn, 17)", "autograd_inlining=True"):
+        assert remedy in step, step
+    assert "dynamic_axes" not in step and "size" not in step
+    assert issue.source.startswith(f"{__file__}:")
+    with pytest.raises(SymbolicValueError) as raised:  # export's error offers the same remedies
+        export(CallsAFunction(), (torch.randn(2, 3),), io.BytesIO(), opset_version=17, autograd_inlining=False)
+    assert step in str(raised.value)
 
 
 def test_failures_behind_a_failure_are_not_reached_not_reported():

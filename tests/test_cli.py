@@ -2,11 +2,13 @@
 axes, then onnxruntime at other sizes against the archive), verify, audit, inspect, demo,
 supported-ops, --version, python -m; every error one line on stderr with a non-zero exit code."""
 
+import argparse
 import os
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 import torch
 
 import torchscript_onnx
-from torchscript_onnx.cli import main, parse_dynamic_spec, parse_input_spec, parse_sizes_spec
+from torchscript_onnx.cli import build_parser, main, parse_dynamic_spec, parse_input_spec, parse_sizes_spec
 from torchscript_onnx.verification import run_onnxruntime
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,7 +100,7 @@ def test_export_verify_prints_a_row_per_output_name(tmp_path, capsys):
     code, out, err = _run(capsys, ["export", archive, "-o", tmp_path / "m.onnx", *HEAD_INPUTS,
                                    "--output-name", "scores", "--verify"])
     assert code == 0, err
-    rows = {line.split()[1]: line.split()[-1] for line in out.splitlines() if line.startswith("traced")}
+    rows = {line.split()[1]: line.split()[-1] for line in out.splitlines() if line.startswith("scripted")}
     assert len(rows) == 2 and "scores" in rows  # the second output keeps its default name
     assert all(result == "ok" for result in rows.values())
     assert "all 2 comparison(s) ok" in out
@@ -131,6 +133,7 @@ def test_export_from_a_factory_module_attr(tmp_path, capsys, monkeypatch):
     code, out, err = _run(capsys, ["export", "my_models:build", "-o", output, "--input", "x:4x6",
                                    "--dynamic", "x:0=batch", "--verify"])
     assert code == 0, err  # the factory's model is exported in eval mode: dropout is gone
+    assert [line.split()[0] for line in out.splitlines() if line.endswith(" ok")] == ["traced"]  # a traced nn.Module
     proto = onnx.load(str(output))
     assert "Dropout" not in {n.op_type for n in proto.graph.node}
     import my_models
@@ -172,7 +175,8 @@ def test_verify_names_the_output_that_differs(tmp_path, capsys):
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("torchscript-onnx: error: ")
     assert "scores" in err and "features" in err
-    assert {line.split()[1] for line in out.splitlines() if line.startswith("traced") and "FAIL" in line} == {
+    # an archive's own graph is taken, also one written from torch.jit.trace: its rows say so
+    assert {line.split()[1] for line in out.splitlines() if line.startswith("scripted") and "FAIL" in line} == {
         "scores", "features"}
 
 
@@ -189,6 +193,77 @@ def test_audit_archive(tmp_path, capsys, opset, fmt, code, expected):
                                   "--opset", opset, "--format", fmt])
     assert (got, err) == (code, "")
     assert expected in out
+
+
+class TinyBert(torch.nn.Module):
+    """A BERT from a tiny random config, called on token ids only (its position ids are sliced by
+    the sequence length: a runtime Slice once that length is dynamic, which needs opset 10)."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers
+
+        config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                         intermediate_size=64, max_position_embeddings=64)
+        self.bert = transformers.BertModel(config)
+
+    def forward(self, ids):
+        return self.bert(input_ids=ids).last_hidden_state
+
+
+class Conv2d(torch.nn.Conv2d):  # fails on a 5-D input, in the model's own words
+    def __init__(self):
+        super().__init__(3, 4, 3)
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("archives")
+    ids = torch.randint(0, 100, (1, 8))
+    return {
+        "bert": _archive(tmp, TinyBert(), (ids,), "trace"),
+        "head": _archive(tmp, ConvHead(), HEAD_EXAMPLE, "script"),
+        "einsum": _archive(tmp, UsesEinsum(), (torch.randn(2, 3), torch.randn(3, 4)), "script"),
+        "conv": _archive(tmp, Conv2d(), (torch.randn(1, 3, 8, 8),), "script"),
+    }
+
+
+EINSUM_INPUTS = ["--input", "a:2x3", "--input", "b:3x4"]
+# (case, archive, capture options given to both commands, whether export succeeds)
+AGREEMENT_CASES = [
+    ("bert-static-opset9", "bert", ["--input", "ids:1x8:int64", "--opset", "9"], True),
+    ("bert-dynamic-opset9", "bert", ["--input", "ids:1x8:int64", "--dynamic", "ids:1=seq", "--opset", "9"],
+     False),  # the position ids' Slice has runtime bounds: opset 10
+    ("bert-dynamic-opset10", "bert", ["--input", "ids:1x8:int64", "--dynamic", "ids:1=seq", "--opset", "10"], True),
+    ("head-dynamic-opset9", "head", [*HEAD_INPUTS, "--dynamic", "image:0=batch", "--dynamic", "ids:0=batch",
+                                     "--opset", "9"], True),
+    ("head-output-axis-out-of-range", "head", [*HEAD_INPUTS, "--output-name", "scores", "--dynamic", "scores:3=n"],
+     False),  # scores has 2 dims
+    ("einsum-opset9", "einsum", [*EINSUM_INPUTS, "--opset", "9"], False),
+    ("einsum-opset12", "einsum", [*EINSUM_INPUTS, "--opset", "12"], True),
+    ("conv-5d-input", "conv", ["--input", "x:1x1x3x8x8"], False),  # the model fails on the input
+]
+
+
+@pytest.mark.parametrize("name, options, exports", [c[1:] for c in AGREEMENT_CASES],
+                         ids=[c[0] for c in AGREEMENT_CASES])
+def test_audit_fails_exactly_when_export_does(archives, tmp_path, capsys, name, options, exports):
+    output = tmp_path / "m.onnx"
+    export_code, _, export_err = _run(capsys, ["export", archives[name], "-o", output, *options])
+    audit_code, audit_out, audit_err = _run(capsys, ["audit", archives[name], *options])
+    assert (export_code == 0) == exports, export_err
+    assert (audit_code == 0) == (export_code == 0), (audit_out, audit_err, export_err)
+    assert audit_code in (0, 1) and output.exists() == exports
+    if audit_code == 0:
+        assert audit_out.startswith("All ") and audit_err == ""
+
+
+def test_audit_names_what_export_names(archives, tmp_path, capsys):
+    options = ["--input", "ids:1x8:int64", "--dynamic", "ids:1=seq", "--opset", "9"]
+    _, _, export_err = _run(capsys, ["export", archives["bert"], "-o", tmp_path / "m.onnx", *options])
+    code, out, _ = _run(capsys, ["audit", archives["bert"], *options])
+    assert code == 1 and "aten::slice" in export_err and "pass opset_version=10" in export_err
+    assert "aten::slice [opset]" in out and "Opset 10 converts every node" in out
 
 
 # ------------------------------------------------------------------------------------------ inspect
@@ -268,6 +343,22 @@ def test_the_package_imports_neither_bench_nor_tests():
     assert int(count) > 30 and outside.strip() == "[]"
 
 
+class Small(torch.nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+@pytest.mark.parametrize("model", [Small(), Noisy()], ids=["passes", "differs"])
+def test_demo_without_output_leaves_no_file(tmp_path, capsys, monkeypatch, model):
+    monkeypatch.setattr(torchscript_onnx.cli, "demo_model", lambda: (model, (torch.zeros(2, 3),)))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the demo's temporary folder goes
+    code = main(["demo"])
+    out = capsys.readouterr().out
+    assert code == (0 if isinstance(model, Small) else 1)
+    assert str(tmp_path) in out  # it did write there
+    assert os.listdir(tmp_path) == []
+
+
 def test_supported_ops_lists_registry(capsys):
     assert main(["supported-ops", "--opset", "9"]) == 0
     names = capsys.readouterr().out.split()
@@ -298,6 +389,28 @@ def test_help_is_plain_text(capsys, argv):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: torchscript-onnx") and "``" not in out
+
+
+def _commands() -> dict:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return commands.choices
+
+
+def test_every_command_has_a_description():
+    commands = _commands()
+    assert set(commands) == {"export", "verify", "audit", "inspect", "demo", "supported-ops"}
+    for name, command in commands.items():
+        assert command.description and len(command.description) > 40, name
+
+
+def test_audit_takes_the_capture_options_export_takes():
+    def options(name: str) -> set:
+        return {s for a in _commands()[name]._actions for s in a.option_strings}
+
+    only_export = {"-o", "--output", "--verify", "--external-data", "--rtol", "--atol"}
+    assert options("audit") - {"--format"} == options("export") - only_export
+    assert {"--input", "--dynamic", "--output-name", "--opset", "--seed"} <= options("audit")
 
 
 # ------------------------------------------------------------------------------------------ errors
@@ -374,6 +487,32 @@ def test_export_error_prints_the_exporters_message_without_traceback(error_setup
     assert first.startswith("torchscript-onnx: error: ") and "opset 9" in first
     assert any("aten::einsum" in line and "opset_version=12" in line for line in rest)
     assert "Traceback" not in err and not (tmp / "m9.onnx").exists()
+
+
+def test_a_models_failure_ends_with_the_models_own_error_line(archives, tmp_path, capsys):
+    x = torch.randn(1, 1, 3, 8, 8)
+    with pytest.raises(RuntimeError) as raised:
+        torch.jit.load(str(archives["conv"]))(x)
+    model_line = str(raised.value).strip().splitlines()[-1]
+    assert "input" in model_line and "[1, 1, 3, 8, 8]" in model_line  # what is wrong, in torch's words
+    for command in (["export", archives["conv"], "-o", tmp_path / "m.onnx"], ["audit", archives["conv"]]):
+        code, _, err = _run(capsys, [*command, "--input", "x:1x1x3x8x8"])
+        lines = err.splitlines()
+        assert code == 1 and lines[0].startswith("torchscript-onnx: error: ")
+        assert lines[-1].strip() == model_line, err
+        assert "more lines" not in err and "<--- HERE" not in err  # the TorchScript traceback is left out
+        assert any("--traceback shows it" in line for line in lines)
+
+
+def test_a_long_message_keeps_its_last_line(capsys, monkeypatch):
+    def fails(args):
+        raise ValueError("\n".join(["first"] + [f"line {k}" for k in range(1, 40)] + ["the cause"]))
+
+    monkeypatch.setattr(torchscript_onnx.cli, "_supported_ops", fails)
+    assert main(["supported-ops"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "torchscript-onnx: error: first" and lines[-1] == "  the cause"
+    assert len(lines) == 1 + torchscript_onnx.cli.ERROR_LINES + 1 and "more lines" in lines[-2]
 
 
 def test_traceback_option_shows_the_exception(error_setup):

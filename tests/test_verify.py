@@ -175,3 +175,27 @@ def test_docstring_and_readme_name_the_extra_that_installs_onnxruntime():
     assert "onnxruntime" in config["options.extras_require"]["verify"]
     assert 'pip install "torchscript-onnx[verify]"' in " ".join(verify.__doc__.split())
     assert "[verify]" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize("capture, label", [
+    (lambda m, x: m, "traced"),
+    (lambda m, x: torch.jit.script(m), "scripted"),
+    (lambda m, x: torch.jit.trace(m, x), "scripted"),  # a ScriptModule: export takes its graph, as an archive's
+])
+def test_rows_of_the_example_inputs_say_how_the_model_was_captured(capture, label):
+    torch.manual_seed(0)
+    x = (torch.randn(3, 4),)
+    model = capture(TwoOutputs().eval(), x)
+    report = verify(model, x, input_names=["x"], dynamic_axes={"x": {0: "n"}}, other_sizes={"n": 5})
+    assert [c.inputs for c in report.comparisons] == [label, label, "n=5", "n=5"]
+    assert str(report).splitlines()[2].startswith(label)
+
+
+def test_readme_and_docstring_say_what_verify_does_on_a_mismatch():
+    """Both say it raises VerificationError by default and returns the report with
+    raise_on_mismatch=False; test_a_mismatch_names_its_output checks that it does."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    docstring = " ".join(verify.__doc__.split())
+    for text in (readme, docstring):
+        assert "raises `VerificationError`" in text.replace("``", "`"), text[:200]
+        assert "raise_on_mismatch=False" in text and "returns the report" in text

@@ -187,24 +187,26 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     metadata_props = _check_file_metadata(value_info, provenance, metadata_props)
     artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
     clock = progress.Progress()
+    artifacts.begin("check the options and arguments")
     options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs}, named_later=hf_cache.is_cache_name)
+    artifacts.in_effect(options)
     _check_model(model)
     _check_args(args, kwargs)
     args = capture_mod.normalize_args(model, args, kwargs)
+    artifacts.begin("capture (TorchScript graph)")
     # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining)
     capture_mod.release_free_memory()  # what the traced forward pass freed
-    artifacts.step("capture (TorchScript graph)")
     clock.lap("capture", lambda: progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)
     prepare(captured.graph)
     clock.lap("prepare", lambda: {"nodes": progress.jit_counts(captured)["nodes"]})
     artifacts.dump(captured.graph)
     _check_against_graph(captured, options)
+    artifacts.begin(f"conversion to ONNX opset {options.opset_version}")
     graph, ctx = convert(captured, _conversion_options(model, options))
     _check_cache_names(graph, options)
-    artifacts.step(f"conversion to ONNX opset {options.opset_version}")
     clock.lap("convert", lambda: progress.graph_counts(graph))
     n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
     # Nothing reads the TorchScript graph after conversion: free it (each traced node holds the
@@ -213,11 +215,12 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     del captured
     capture_mod.release_free_memory()
     if options.optimize:
+        artifacts.begin("optimisation")
         optimize(graph, training=_exports_training(model, options.training),
                  initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
                  constant_folding=options.do_constant_folding, opset=options.opset_version)
-        artifacts.step("optimisation")
         clock.lap("optimize", lambda: progress.graph_counts(graph))
+    artifacts.begin("ONNX model (inputs kept, local functions, metadata)")
     input_indices = drop_unused_inputs(graph, n_user_inputs, kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:
@@ -390,7 +393,7 @@ def export(
             outputs with PyTorch's on ``args`` (rtol 1e-4, atol 1e-5); a mismatch raises and writes nothing.
             ``torchscript_onnx.verify(model, args, ...)`` does the same without writing and returns a
             report per output name (absolute and relative differences), also at other sizes along the
-            dynamic axes (``other_sizes=``). From a shell: ``torchscript-onnx export`` / ``verify``.
+            dynamic axes (``other_sizes=``); it raises on a mismatch too, unless ``raise_on_mismatch=False``. From a shell: ``torchscript-onnx export`` / ``verify``.
         profile: profile the export (cProfile); printed, or added to the report.
         dump_exported_program: write the captured TorchScript graph into ``artifacts_dir``.
         artifacts_dir: where report, profile and graph dump go (created if needed).
@@ -459,13 +462,13 @@ def export(
     try:
         exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **file_metadata, **options)
         if verify:
+            artifacts.begin("verification with onnxruntime")
             comparisons = _verify(model, args, kwargs, exported)
-            artifacts.step("verification with onnxruntime")
             exported.clock.lap("verify")
         if verbose:
             print(graph_text(exported.graph, exported.options.opset_version))
+        artifacts.begin("save" if f is not None else "return as a ModelProto")
         result = exported.to_model_proto() if f is None else exported.save(f, external_data=external_data)
-        artifacts.step("saved" if f is not None else "returned as a ModelProto")
         exported.clock.finish()
     except BaseException as error:
         artifacts.finish(exported, error, comparisons)

@@ -2,14 +2,16 @@
 exporter does: a Markdown report of the export (``onnx_export_<timestamp>_<status>.md``), a profile
 of where the export spent its time, and the captured TorchScript graph.
 
-The report is written also when the export fails (that is when it helps most); the export's own
-error is then raised as it is, with the report's path added to its notes.
+The report is written also when the export fails (that is when it helps most): it names the step
+that failed with its error, and the options in effect (the opset the export used, not ``None``).
+The export's own error is then raised as it is, with the report's path added to its notes.
 """
 
 from __future__ import annotations
 
 import collections
 import cProfile
+import dataclasses
 import datetime
 import io
 import os
@@ -19,6 +21,7 @@ import traceback
 import torch
 
 PROFILE_LINES = 40
+RUNNING = "running"
 
 
 class Artifacts:
@@ -29,8 +32,9 @@ class Artifacts:
         self.folder = os.fspath(artifacts_dir)
         self.timestamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
         self.profiler = cProfile.Profile() if profile else None
-        self.steps: list[tuple[str, str]] = []  # (step, outcome)
-        self.options: dict = {}
+        self.steps: list[list[str]] = []  # [step, outcome]; the last one's outcome is "running" until it ends
+        self.options: dict = {}  # as given to export; the checked ones replace them (``in_effect``)
+        self.checked = False
 
     @property
     def wanted(self) -> bool:
@@ -42,8 +46,19 @@ class Artifacts:
         if self.profiler is not None:
             self.profiler.enable()
 
-    def step(self, name: str, outcome: str = "ok") -> None:
-        self.steps.append((name, outcome))
+    def begin(self, name: str) -> None:
+        """A step of the export starts (so the one before it ended well)."""
+        self._end_step("ok")
+        self.steps.append([name, RUNNING])
+
+    def _end_step(self, outcome: str) -> None:
+        if self.steps and self.steps[-1][1] == RUNNING:
+            self.steps[-1][1] = outcome
+
+    def in_effect(self, options) -> None:
+        """The checked options (an ``ExportOptions``): the report shows these, defaults resolved."""
+        self.options.update({field.name: getattr(options, field.name) for field in dataclasses.fields(options)})
+        self.checked = True
 
     def dump(self, graph: torch._C.Graph) -> None:
         """The captured TorchScript graph: this exporter's counterpart of the dynamo exporter's program."""
@@ -53,7 +68,9 @@ class Artifacts:
                 file.write(str(graph))
 
     def finish(self, exported=None, error: BaseException | None = None, verification=None) -> str | None:
-        """Stop profiling and write the report; returns the report's path (None if none was asked for)."""
+        """End the running step (failed with ``error``, if any), stop profiling and write the report;
+        returns the report's path (None if none was asked for)."""
+        self._end_step("ok" if error is None else f"**failed**: {_error_line(error)}")
         profile_text = self._profile_text()
         if self.profile and not self.report and profile_text:
             print(profile_text)
@@ -78,8 +95,9 @@ class Artifacts:
     def _markdown(self, exported, error, verification, profile_text: str) -> str:
         lines = [f"# ONNX export report ({self.timestamp})", "", f"Exporter: torchscript-onnx, torch {torch.__version__}", ""]
         lines += ["## Steps", "", "| step | outcome |", "| --- | --- |"]
-        lines += [f"| {name} | {outcome} |" for name, outcome in self.steps]
-        lines += ["", "## Options", "", "```"] + [f"{k} = {v!r}" for k, v in self.options.items()] + ["```", ""]
+        lines += [f"| {name} | {outcome.replace('|', '&#124;')} |" for name, outcome in self.steps]
+        lines += ["", "## Options" + ("" if self.checked else " (as given: checking them failed)"), "", "```"]
+        lines += [f"{k} = {v!r}" for k, v in self.options.items()] + ["```", ""]
         if error is not None:
             lines += ["## Error", "", "```", "".join(traceback.format_exception(error)).rstrip(), "```", ""]
         if exported is not None:
@@ -98,6 +116,13 @@ class Artifacts:
         if profile_text:
             lines += ["## Profile", "", "```", profile_text.rstrip(), "```", ""]
         return "\n".join(lines)
+
+
+def _error_line(error: BaseException, limit: int = 300) -> str:
+    """``Type: message`` on one line, cut at ``limit`` characters (the Error section has all of it)."""
+    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _shape(value) -> str:

@@ -2,20 +2,24 @@
 
     export MODEL -o m.onnx --input x:1x3x224x224[:float32] [--dynamic x:0=batch] [--opset 17] [--verify]
     verify MODEL m.onnx --input ... [--dynamic-sizes x:0=5]
-    audit MODEL --input ... [--format text|markdown] [--opset 17]
+    audit MODEL --input ... [--dynamic x:0=batch] [--opset 17] [--format text|markdown]
     inspect m.onnx
-    demo [--opset 17]                supported-ops [--opset 20]
+    demo [--opset 17] [--output m.onnx]                supported-ops [--opset 20]
 
 MODEL is a TorchScript archive written by ``torch.jit.save`` (loaded with ``torch.jit.load``) or
 ``module:attr``, a Python callable that returns an ``nn.Module`` when called without arguments.
-Models are exported and run in eval mode. docs/cli.md has the details.
+Models are exported and run in eval mode. ``audit`` takes ``export``'s capture options (defined
+once, ``add_capture_options``) and runs the conversion with the very options ``export`` would
+(``export_call``), so it fails exactly when that export does. docs/cli.md has the details.
 
-Exit codes: 0 success; 1 a failure (export error, verification mismatch, audit finds
-unconvertible ops, unreadable file); 2 a usage error (bad option or spec); 130 interrupted;
+Exit codes: 0 success; 1 a failure (export error, verification mismatch, audit finds a problem,
+unreadable file); 2 a usage error (bad option or spec); 130 interrupted;
 141 stdout closed early (``supported-ops | head -3``): as a program killed by SIGPIPE, so that
 ``set -o pipefail`` sees the same as with other tools, and quietly, without a traceback.
-Every error is one line on stderr, ``torchscript-onnx: error: ...`` (an exporter's error keeps the
-following lines of its message, which list what failed); ``--traceback`` shows the Python traceback.
+Every error is one line on stderr, ``torchscript-onnx: error: ...``; an exporter's error keeps the
+following lines of its message, which list what failed, and a model's failure ends with the
+model's own error line (its TorchScript traceback left out); ``--traceback`` shows the Python
+traceback.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ operators convert, and inspect an ONNX file."""
 EPILOG = """examples:
   torchscript-onnx export model.pt -o model.onnx --input x:1x3x224x224 --dynamic x:0=batch --verify
   torchscript-onnx verify model.pt model.onnx --input x:1x3x224x224 --dynamic-sizes batch=4
-  torchscript-onnx audit model.pt --input x:1x3x224x224 --opset 13
+  torchscript-onnx audit model.pt --input x:1x3x224x224 --dynamic x:0=batch --opset 13
   torchscript-onnx inspect model.onnx
   torchscript-onnx supported-ops --opset 13
 
@@ -219,16 +223,24 @@ def _size(n_bytes: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # commands
 
-def _export(args) -> int:
-    from .api import export
-
+def export_call(args) -> tuple:
+    """``(model, inputs, options)``: the model, its example inputs and the ``export`` options that the
+    capture options (``add_capture_options``) ask for. ``export`` and ``audit`` both run this call,
+    so audit's verdict is the export's outcome."""
     names, inputs = make_inputs(args.input, args.seed)
     dynamic_axes = _dynamic_axes(args.dynamic, names, inputs, args.output_name)
     model = load_model(args.model)
+    options = dict(opset_version=args.opset, input_names=names, output_names=args.output_name or None,
+                   dynamic_axes=dynamic_axes or None)
+    return model, inputs, options
+
+
+def _export(args) -> int:
+    from .api import export
+
+    model, inputs, options = export_call(args)
     start = time.perf_counter()
-    export(model, inputs, args.output, opset_version=args.opset, input_names=names,
-           output_names=args.output_name or None, dynamic_axes=dynamic_axes or None,
-           external_data=True if args.external_data else None)
+    export(model, inputs, args.output, **options, external_data=True if args.external_data else None)
     elapsed = time.perf_counter() - start
     proto = _load_header(args.output)
     weights = _external_files(proto)
@@ -239,7 +251,7 @@ def _export(args) -> int:
         return 0
     from .verification import compare_by_name, format_table
 
-    comparisons = compare_by_name(model, inputs, args.output, names, args.rtol, args.atol)
+    comparisons = compare_by_name(model, inputs, args.output, options["input_names"], args.rtol, args.atol)
     print(format_table(comparisons, args.rtol, args.atol))
     if not all(c.passed for c in comparisons):
         failed = ", ".join(c.output for c in comparisons if not c.passed)
@@ -296,9 +308,8 @@ def _verify(args) -> int:
 def _audit(args) -> int:
     from .audit import audit
 
-    _, inputs = make_inputs(args.input, args.seed)
-    model = load_model(args.model)
-    report = audit(model, inputs, opset_version=args.opset)
+    model, inputs, options = export_call(args)
+    report = audit(model, inputs, **options)
     print(report.to_markdown() if args.format == "markdown" else report.to_text(), end="" if
           args.format == "markdown" else "\n")
     return 0 if report.ok else 1
@@ -458,15 +469,23 @@ def demo_model():
 
 
 def _demo(args) -> int:
+    if args.output:
+        return _run_demo(args.output, args.opset)
+    with tempfile.TemporaryDirectory(prefix="torchscript-onnx-") as folder:  # removed also when the demo fails
+        code = _run_demo(os.path.join(folder, "resnet18.onnx"), args.opset)
+    print("file:    removed (it was temporary; --output FILE keeps it)")
+    return code
+
+
+def _run_demo(output: str, opset: int) -> int:
     from .api import export
     from .verification import check, compare
 
     model, example = demo_model()
     weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
-    output = args.output or os.path.join(tempfile.mkdtemp(prefix="torchscript-onnx-"), "resnet18.onnx")
-    print(f"model:   resnet18 ({weights / 2**20:.1f} MiB of weights), opset {args.opset}")
+    print(f"model:   resnet18 ({weights / 2**20:.1f} MiB of weights), opset {opset}")
     start = time.perf_counter()
-    export(model, example, output, opset_version=args.opset)
+    export(model, example, output, opset_version=opset)
     elapsed = time.perf_counter() - start
     with open(output, "rb") as stream:
         model_bytes = stream.read()
@@ -535,6 +554,16 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--input", action="append", default=[], metavar="NAME:SHAPE[:DTYPE]", help=input_help)
         command.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
+    def add_capture_options(command):
+        """What decides what converts: export's and audit's options (export_call turns them into export's)."""
+        add_model_inputs(command)
+        command.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS[=DIM]",
+                             help="a dynamic axis, e.g. x:0=batch (an input, or an output named by --output-name); "
+                             "repeat")
+        command.add_argument("--output-name", action="append", default=[], metavar="NAME",
+                             help="name of the next graph output; repeat for each")
+        command.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
+
     def add_traceback(command):  # also accepted after the command
         command.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -545,13 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="export a TorchScript archive or a factory's model to ONNX",
                                  description="Export MODEL to ONNX. The graph inputs take the names given "
                                  "by --input.")
-    add_model_inputs(export)
+    add_capture_options(export)
     export.add_argument("-o", "--output", required=True, metavar="FILE.onnx", help="the .onnx file to write")
-    export.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS[=DIM]",
-                        help="a dynamic axis, e.g. x:0=batch (an input, or an output named by --output-name); repeat")
-    export.add_argument("--output-name", action="append", default=[], metavar="NAME",
-                        help="name of the next graph output; repeat for each")
-    export.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
     export.add_argument("--verify", action="store_true",
                         help="after writing, compare onnxruntime with PyTorch on the inputs (exit 1 on a mismatch)")
     export.add_argument("--external-data", action="store_true",
@@ -570,11 +594,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_tolerances(verify)
     verify.set_defaults(run=_verify)
 
-    audit = commands.add_parser("audit", help="list the operators of a model that do not convert at an opset",
-                                description="Capture MODEL and report every operator without a conversion at "
-                                "the opset, where it occurs and what to do (exit 1 if there are any).")
-    add_model_inputs(audit)
-    audit.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
+    audit = commands.add_parser("audit", help="list what keeps a model from exporting, with export's options",
+                                description="Run the conversion 'export' runs with the same options (inputs, "
+                                "dynamic axes, output names, opset), writing nothing, and report every problem "
+                                "it meets: operators without a conversion, lowerings that need a higher opset "
+                                "or a fixed size, each with where it occurs and what to do. Exit 1 if there are "
+                                "any, as 'export' with these options would.")
+    add_capture_options(audit)
     audit.add_argument("--format", choices=("text", "markdown"), default="text", help="report format (default text)")
     audit.set_defaults(run=_audit)
 
@@ -586,26 +612,60 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("onnx", metavar="FILE.onnx", help="an ONNX model")
     inspect.set_defaults(run=_inspect)
 
-    demo = commands.add_parser("demo", help="export a built-in ResNet-18 and check it in onnxruntime")
+    demo = commands.add_parser("demo", help="export a built-in ResNet-18 and check it in onnxruntime",
+                               description="Export a ResNet-18 built in code (random weights, nothing "
+                               "downloaded), check the file with onnx.checker and compare onnxruntime's output "
+                               "with PyTorch's. The file goes to a temporary folder, removed at the end, unless "
+                               "--output names where to keep it.")
     add_traceback(demo)
     demo.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
-    demo.add_argument("--output", help="where to write the .onnx file (default: a temporary folder)")
+    demo.add_argument("--output", metavar="FILE.onnx",
+                      help="keep the exported file there (default: a temporary folder, removed at the end)")
     demo.set_defaults(run=_demo)
 
-    ops = commands.add_parser("supported-ops", help="list the operators that convert at an opset")
+    ops = commands.add_parser("supported-ops", help="list the operators that convert at an opset",
+                              description="Print the TorchScript operators (aten::relu, prim::If, ...) "
+                              "that have a conversion at the opset, one a line, sorted; docs/supported_ops.md "
+                              "has the table over all opsets.")
     add_traceback(ops)
     ops.add_argument("--opset", type=_opset, default=DEFAULT_OPSET, help=opset_help)
     ops.set_defaults(run=_supported_ops)
     return parser
 
 
+# an error's lines past the first that are printed; past them, the last line (the cause) still is
+ERROR_LINES = 20
+
+
 def _error(message: str) -> None:
-    lines = message.strip().splitlines() or [""]
+    """``message`` on stderr: its first line after ``torchscript-onnx: error:``, the following lines
+    indented (an exporter's message lists what failed there). A TorchScript traceback in it (a
+    scripted model that failed on the inputs) is left out for one line saying so, and the last line,
+    the model's own error, is always printed, however long the message."""
+    lines = _without_torchscript_tracebacks(message.strip().splitlines() or [""])
     print(f"{PROG}: error: {lines[0]}", file=sys.stderr)
-    for line in lines[1:20]:  # an exporter's message lists what failed on the following lines
+    rest = lines[1:]
+    if len(rest) > ERROR_LINES:
+        rest = rest[:ERROR_LINES - 1] + [f"... ({len(rest) - ERROR_LINES} more lines)", rest[-1]]
+    for line in rest:
         print(f"  {line}", file=sys.stderr)
-    if len(lines) > 20:
-        print(f"  ... ({len(lines) - 20} more lines)", file=sys.stderr)
+
+
+def _without_torchscript_tracebacks(lines: list[str]) -> list[str]:
+    """``lines`` with each TorchScript traceback (from its "Traceback of TorchScript" heading through
+    its indented or blank lines) replaced by one line; the error line after it stays."""
+    kept, skipped = [], 0
+    for line in lines:
+        if line.startswith("Traceback of TorchScript") or (skipped and (not line.strip() or line[0].isspace())):
+            skipped += 1
+            continue
+        if skipped:
+            kept.append(f"(a TorchScript traceback of {skipped} lines, left out: --traceback shows it)")
+            skipped = 0
+        kept.append(line)
+    if skipped:
+        kept.append(f"(a TorchScript traceback of {skipped} lines, left out: --traceback shows it)")
+    return kept
 
 
 def main(argv=None) -> int:

@@ -185,6 +185,30 @@ def needs_opset(opset: int, reason: str, value=None, message: str | None = None)
     raise OpsetRequirementError(opset, reason, value, message)
 
 
+class FunctionWithoutSymbolicError(SymbolicValueError):
+    """A ``torch.autograd.Function`` call kept as one node (``autograd_inlining=False``) whose class
+    has no ``symbolic`` staticmethod to convert it, and no ``prim::PythonOp`` conversion is
+    registered. ``function`` is the class's name."""
+
+    def __init__(self, function: str, opset: int, value=None):
+        self.function, self.function_opset = function, opset
+        super().__init__(f"torch.autograd.Function {function} has no symbolic staticmethod, and "
+                         f"autograd_inlining=False keeps its call as one node\n"
+                         f"  to export it: {function_next_step(function, opset)}", value)
+
+    def __reduce__(self):
+        state = {k: getattr(self, k) for k in ("node", "target_opset", "scope", "source", "inputs")}
+        state["args"] = self.args
+        return type(self), (self.function, self.function_opset), state
+
+
+def function_next_step(function: str, opset: int) -> str:
+    """What to do about a ``torch.autograd.Function`` call that nothing converts."""
+    return (f"give {function} a symbolic(g, *args) staticmethod that emits its ONNX nodes, register "
+            f"one with torchscript_onnx.register_custom_op_symbolic('prim::PythonOp', fn, {opset}), or "
+            "export with autograd_inlining=True (the default) to export the ops its forward runs")
+
+
 class DynamicAxesError(ValueError):
     """``dynamic_axes`` names an axis the value does not have (found where its dims are named: an
     input's before conversion, an output's after it)."""
@@ -247,6 +271,9 @@ class UnsupportedOp:
 
 
 _NEEDS_OPSET = re.compile(r"pass opset_version=(\d+)")
+# the words of a message about a size known only at runtime: whole words ("dynamic_axes" counts),
+# not parts of others ("staticmethod", "onnxruntime")
+_RUNTIME_SIZE = re.compile(r"(?<![a-z])(runtime|static|dynamic)(?![a-z])")
 
 
 class ConversionIssue:
@@ -255,14 +282,17 @@ class ConversionIssue:
     ``op`` is the JIT op ("aten::abs"), ``scope`` the module path, ``source`` "file.py:42",
     ``message`` the conversion's own message and ``category`` one of "opset" (the lowering needs a
     higher opset: ``needs_opset``, from an ``OpsetRequirementError`` or, for a legacy-style
-    symbolic's plain message, its "pass opset_version=N"), "complex" (a complex value where ONNX has none), "runtime size"
-    (a size known only at runtime where the lowering needs it fixed), "dynamic_axes" (a
-    ``DynamicAxesError``: an axis the named output does not have) or "conversion".
+    symbolic's plain message, its "pass opset_version=N"), "complex" (a complex value where ONNX has
+    none), "runtime size" (a size known only at runtime where the lowering needs it fixed),
+    "autograd.Function" (a ``FunctionWithoutSymbolicError``: a Function call kept as one node with
+    nothing to convert it), "dynamic_axes" (a ``DynamicAxesError``: an axis the named output does not
+    have) or "conversion".
     """
 
     def __init__(self, op: str, opset: int, scope: str, source: str, message: str, needs_opset: int | None = None,
-                 reason: str | None = None, category: str | None = None):
+                 reason: str | None = None, category: str | None = None, function: str | None = None):
         self.op, self.opset, self.scope, self.source, self.message = op, opset, scope, source, message
+        self.function = function  # the torch.autograd.Function's class name, for "autograd.Function"
         self.reason = reason  # the declared condition, when the conversion raised OpsetRequirementError
         if needs_opset is None:  # a legacy-style symbolic's plain message: "... (pass opset_version=N)"
             found = _NEEDS_OPSET.search(message)
@@ -275,7 +305,7 @@ class ConversionIssue:
             self.category = "opset"
         elif "complex" in lowered:
             self.category = "complex"
-        elif any(word in lowered for word in ("runtime", "static", "dynamic")):
+        elif _RUNTIME_SIZE.search(lowered):
             self.category = "runtime size"
         else:
             self.category = "conversion"
@@ -287,6 +317,9 @@ class ConversionIssue:
             return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message,
                        error.opset, error.reason)
         if isinstance(error, SymbolicValueError):
+            if isinstance(error, FunctionWithoutSymbolicError):
+                return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message,
+                           category="autograd.Function", function=error.function)
             return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message)
         if isinstance(error, DynamicAxesError):
             return cls(op, opset, scope, source, str(error), category="dynamic_axes")
@@ -300,6 +333,8 @@ class ConversionIssue:
                     "x.angle(), x.real or x.imag")
         if self.category == "runtime size":
             return "fix that size at export time (leave it out of dynamic_axes) or compute it differently"
+        if self.category == "autograd.Function":
+            return function_next_step(self.function or "the Function", self.opset)
         if self.category == "dynamic_axes":
             return "name only axes the value has in dynamic_axes (0 to rank - 1, or negative from the end)"
         return (f"change the model around it, or register a conversion with "

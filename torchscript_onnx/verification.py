@@ -3,7 +3,8 @@
 ``verify(model, args, opset_version=...)`` exports to memory, checks the model and compares every
 output by name (max absolute and relative difference, pass/fail against rtol/atol); ``other_sizes``
 runs it again with inputs made at other sizes along the dynamic axes. It returns a ``Report`` to
-print or assert on. ``torchscript_onnx.verify`` is this function; the module keeps its old import
+print; an output that differs raises ``VerificationError`` with the report's table, unless
+``raise_on_mismatch=False`` asks for the report instead. ``torchscript_onnx.verify`` is this function; the module keeps its old import
 path (``from torchscript_onnx.verify import verify, check, ...``) through an alias the package sets.
 onnxruntime is an optional dependency (the ``verify`` extra); importing this module does not need it.
 """
@@ -38,7 +39,9 @@ class Comparison:
     max_rel_diff: float = 0.0
     dtype: str = ""
     passed: bool = True
-    inputs: str = "traced"  # which inputs: "traced", or the sizes they were made at ("batch=5")
+    # which inputs: the example inputs, "traced" or "scripted" after how the model was captured
+    # (``captured_by``), or the sizes they were made at ("batch=5")
+    inputs: str = "traced"
     note: str = ""  # a difference beyond the values: shape or dtype
 
     @property
@@ -245,8 +248,15 @@ def _run_and_compare(model, args: tuple, run, rtol: float, atol: float, input_in
     return compare_outputs(expected, actual, names, rtol, atol, label)
 
 
+def captured_by(model) -> str:
+    """How export captures ``model``, the label of its example inputs' rows: "scripted" for a
+    ScriptModule or ScriptFunction (their own graph is taken, also for a ``torch.jit.trace``
+    result or a loaded archive), else "traced"."""
+    return "scripted" if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)) else "traced"
+
+
 def compare_by_name(model, args: tuple, onnx_model, input_names: list[str], rtol: float = 1e-4,
-                    atol: float = 1e-5, label: str = "traced", training=TrainingMode.EVAL) -> list[Comparison]:
+                    atol: float = 1e-5, label: str | None = None, training=TrainingMode.EVAL) -> list[Comparison]:
     """PyTorch on ``args`` against onnxruntime on ``onnx_model`` (bytes, a path or a session),
     whose inputs are fed by name: ``input_names[k]`` names the k-th flattened input of ``args``.
     Flattened inputs the ONNX model does not have are left out (an export drops unused inputs)."""
@@ -257,7 +267,7 @@ def compare_by_name(model, args: tuple, onnx_model, input_names: list[str], rtol
     if missing:
         raise ValueError(f"the ONNX model has input(s) {missing} that are not given (given: {list(input_names)})")
     indices = [position[i.name] for i in run.get_inputs()]
-    return _run_and_compare(model, args, run, rtol, atol, indices, label, training)
+    return _run_and_compare(model, args, run, rtol, atol, indices, label or captured_by(model), training)
 
 
 def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kwargs=None,
@@ -266,8 +276,8 @@ def compare(model, args: tuple, model_bytes: bytes, rtol: float, atol: float, kw
     table when an output differs. ``input_indices``: which flattened inputs the model kept
     (``Exported.input_indices``)."""
     args = normalize_args(model, args, kwargs)
-    comparisons = _run_and_compare(model, args, session(model_bytes), rtol, atol, input_indices, "traced",
-                                   TrainingMode.PRESERVE)
+    comparisons = _run_and_compare(model, args, session(model_bytes), rtol, atol, input_indices,
+                                   captured_by(model), TrainingMode.PRESERVE)
     if not all(c.passed for c in comparisons):
         raise VerificationError(format_table(comparisons, rtol, atol))
     return comparisons
@@ -369,7 +379,9 @@ def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e
            other_sizes=None, other_inputs: list[tuple] = (), kwargs=None, raise_on_mismatch: bool = True,
            **export_options) -> Report:
     """Export ``model`` to memory, check it with ``onnx.checker`` (full check), and compare
-    onnxruntime's outputs with PyTorch's, output by output.
+    onnxruntime's outputs with PyTorch's, output by output. Returns the ``Report``; an output that
+    differs raises ``VerificationError`` with the report's table, so a mismatch cannot pass unseen
+    (``raise_on_mismatch=False`` returns the report instead).
 
     Args:
         model, args, kwargs, opset_version: as for ``export``; so are the other export options
@@ -386,7 +398,9 @@ def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e
 
     Returns:
         A ``Report``: one ``Comparison`` per output and run (output name, shape, dtype, max
-        absolute and relative difference, passed); ``print(report)`` shows it as a table.
+        absolute and relative difference, passed), labelled by its inputs ("traced" or
+        "scripted" for the example inputs, after how the model was captured; "batch=5" for
+        other sizes); ``print(report)`` shows it as a table.
 
     Raises ``CheckerError`` when ``onnx.checker`` refuses the model. Needs onnxruntime, which the
     ``verify`` extra installs: ``pip install "torchscript-onnx[verify]"``.
@@ -407,7 +421,7 @@ def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e
     run = session(model_bytes)
     training = exported.options.training
     normalized = normalize_args(model, args, kwargs)
-    comparisons = _run_and_compare(model, normalized, run, rtol, atol, indices, "traced", training)
+    comparisons = _run_and_compare(model, normalized, run, rtol, atol, indices, captured_by(model), training)
     names, dims = _input_dims(proto, {i.name for i in proto.graph.initializer})
     for sizes in other_sizes:
         resized, label = resized_inputs(normalized, names, dims, indices, sizes)

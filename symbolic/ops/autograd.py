@@ -6,7 +6,8 @@ converts the call, in both modes."""
 
 from __future__ import annotations
 
-from .. import symbolic_helper as sh
+from torchscript_onnx.errors import FunctionWithoutSymbolicError
+
 from ..registry import symbolic
 
 
@@ -28,11 +29,7 @@ def python_op(g, *inputs, **attrs):
     symbolic = getattr(cls, "symbolic", None)
     name = cls.__name__ if cls is not None else node.pyname()
     if symbolic is None:
-        sh.unimplemented(
-            f"torch.autograd.Function {name}",
-            "a Function without a symbolic staticmethod when autograd_inlining=False (leave "
-            "autograd_inlining=True to export the ops its forward runs, or give it a symbolic)",
-        )
+        raise FunctionWithoutSymbolicError(name, g.opset)
     # cconv lists the call's arguments in order: "d" a tensor input, "c" a Python scalar argument.
     tensors, scalars = iter(inputs), iter(node.scalar_args())
     args = [next(tensors) if kind == "d" else next(scalars) for kind in node.cconv()]
