@@ -1,15 +1,17 @@
 """What symbolic functions use to read their arguments, plus the legacy helper names.
 
 The named API: ``rank(v)``, ``sizes(v)``, ``is_static(v, i)``, ``const(v)``, ``dtype(v)``.
-The legacy names (``_get_tensor_rank``, ``_maybe_get_const``, ``_is_none``, ...) are one-line
-aliases so custom symbolics written for the legacy exporter run unchanged.
+Every name of the legacy exporter's ``symbolic_helper.__all__`` is here too, so custom symbolics
+written for it run unchanged: the readers (``_get_tensor_rank``, ``_maybe_get_const``, ``_is_none``,
+...) below, answering as legacy's do, and the rest re-exported from ``legacy_helpers`` (dtype tables
+and readers, errors, decorators, quantization) and ``legacy_lowerings`` (the helpers that emit ops).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
@@ -29,18 +31,32 @@ def is_none(x) -> bool:
 
 
 def is_const(x) -> bool:
-    return not isinstance(x, Value) or x.is_const
+    return not isinstance(x, Value) or _known(x) is not UNKNOWN
 
 
 def const(x, default=UNKNOWN):
     """The export-time value of ``x`` (a Python object), or ``default`` when known only at runtime."""
     if not isinstance(x, Value):
         return x
+    known = _known(x)
+    if known is not UNKNOWN:
+        return known
+    if x.elements is not None and all(_known(e) is not UNKNOWN for e in x.elements):
+        return [_known(e) for e in x.elements]
+    return default
+
+
+def _known(x: Value):
+    """The constant ``x`` holds, or the tensor of the ONNX Constant node that made it (a legacy
+    symbolic's ``g.op("Constant", value_t=...)``, which the legacy helpers read as known); UNKNOWN."""
     if x.is_const:
         return x.const
-    if x.elements is not None and all(e.is_const for e in x.elements):
-        return [e.const for e in x.elements]
-    return default
+    node = x.producer
+    if node is not None and node.op_type == "Constant" and not node.domain:
+        tensor = node.attr("value")
+        if isinstance(tensor, torch.Tensor):
+            return tensor
+    return UNKNOWN
 
 
 def rank(v) -> int | None:
@@ -94,7 +110,7 @@ def is_packed_list(v) -> bool:
 # parse_args
 
 
-def _parse_arg(value, desc: str, arg_name: str, fn_name: str):
+def _parse_arg(value, desc: str, arg_name: str | None = None, node_name: str | None = None):
     if desc == "none" or desc == "v":
         return value
     if is_none(value):
@@ -102,8 +118,8 @@ def _parse_arg(value, desc: str, arg_name: str, fn_name: str):
     raw = const(value)
     if raw is UNKNOWN:
         raise SymbolicValueError(
-            f"{fn_name}: argument '{arg_name}' must be known at export time ({desc}), but it is "
-            f"computed at runtime: {value!r}"
+            f"{node_name or 'a symbolic'}: argument '{arg_name or 'value'}' must be known at export time ({desc}), "
+            f"but it is computed at runtime: {value!r}"
         )
     if isinstance(raw, torch.Tensor) and desc != "t":
         raw = raw.tolist()
@@ -143,16 +159,8 @@ def parse_args(*arg_descriptors: str):
             ]
             return fn(g, *parsed, **kwargs)
 
+        wrapper._arg_descriptors = arg_descriptors  # what legacy's _overload_by_arg_count dispatches on
         return wrapper
-
-    return decorator
-
-
-def quantized_args(*flags, **kwargs):
-    """Legacy decorator kept so imports work; quantized inputs arrive already dequantized here."""
-
-    def decorator(fn):
-        return fn
 
     return decorator
 
@@ -249,23 +257,33 @@ def value_error(message: str, value=None):
     raise SymbolicValueError(message, value)
 
 
-
 # ---------------------------------------------------------------------------------------------
-# Legacy names, one line each
+# Legacy names that read values. Each answers what the legacy exporter's helper of that name answers
+# for the same value: there, a Python number argument is a 0-d onnx::Constant tensor, a parameter is
+# a graph input (not a constant), and a list is a prim::ListConstruct (``value.node().kind()``,
+# compat.py, tells lists from tuples).
 
 
 _is_value = is_value
 _is_none = is_none
-_is_constant = is_const
-_get_tensor_rank = rank
-_get_tensor_sizes = sizes
-_unpack_list = unpack_list
-_is_packed_list = is_packed_list
-_unimplemented = unimplemented
 
 
-def _maybe_get_const(value, desc: str):
-    return _parse_arg(value, desc, "value", "_maybe_get_const") if is_const(value) and not is_none(value) else value
+def _unpack_list(list_value) -> list:
+    return unpack_list(list_value)
+
+
+def _unimplemented(op: str, msg: str, value=None):
+    unimplemented(op, msg, value)
+
+
+def _is_constant(value) -> bool:
+    return not is_value(value) or value.is_none or (is_const(value) and not value.is_param)
+
+
+def _maybe_get_const(value, descriptor: str):
+    if is_value(value) and not value.is_none and _is_constant(value):
+        return _parse_arg(value, descriptor)
+    return value
 
 
 def _get_const(value, desc: str, arg_name: str):
@@ -273,22 +291,90 @@ def _get_const(value, desc: str, arg_name: str):
 
 
 def _maybe_get_scalar(value):
-    raw = const(value, None)
-    return raw if isinstance(raw, torch.Tensor) and raw.numel() == 1 else value
+    """A 0-d constant as a tensor; anything else as it is."""
+    known = _maybe_get_const(value, "t")
+    return known if isinstance(known, torch.Tensor) and known.shape == () else value
 
 
-def _get_tensor_dim_size(v, axis: int):
-    dims = sizes(v)
-    return dims[axis] if dims is not None and isinstance(dims[axis], int) else None
+def _is_packed_list(list_value) -> bool:
+    return is_value(list_value) and list_value.node().kind() == "prim::ListConstruct"
 
 
-def _is_tensor_list(v) -> bool:
-    return isinstance(v, Value) and v.elements is not None
+def _is_tuple_construct(x) -> bool:
+    return x.node().kind() == "prim::TupleConstruct"
 
 
-def _is_scalar_list(v) -> bool:
-    return isinstance(v, Value) and v.is_const and isinstance(v.const, (list, tuple))
+def _is_list(x) -> bool:
+    """A list built by the graph (ListConstruct, an ONNX sequence); a constant list is a 1-D tensor."""
+    return is_value(x) and (x.sequence or _is_packed_list(x))
 
 
-def _sequence(x) -> bool:
-    return isinstance(x, Sequence) and not isinstance(x, str)
+def _is_scalar_list(x) -> bool:
+    """A list of numbers (int[], float[], bool[]), some maybe known only at runtime."""
+    if not _is_list(x) or x.sequence:
+        return False
+    items = x.elements if x.elements is not None else x.const
+    return all(isinstance(e, (bool, int, float)) or (is_value(e) and _is_number(e)) for e in items)
+
+
+def _is_number(value: Value) -> bool:
+    known = _known(value)
+    return isinstance(known, (bool, int, float)) or (known is UNKNOWN and value.rank == 0)
+
+
+def _is_tensor_list(x) -> bool:
+    return _is_list(x) and (x.sequence or not _is_scalar_list(x))
+
+
+def _is_tensor(x) -> bool:
+    if not is_value(x) or x.is_none or x.sequence or x.optional or x.elements is not None or _is_list(x):
+        return False
+    return not x.is_const or isinstance(x.const, (torch.Tensor, bool, int, float, str, list, tuple))
+
+
+def _legacy_shape(value) -> tuple | None:
+    """The shape legacy's tensor type has: a number constant is 0-d, a constant list 1-D."""
+    if value.shape is not None or not value.is_const:
+        return value.shape
+    if isinstance(value.const, torch.Tensor):
+        return tuple(value.const.shape)
+    return (len(value.const),) if isinstance(value.const, (list, tuple)) else ()
+
+
+def _get_tensor_rank(x) -> int | None:
+    shape = _legacy_shape(x) if _is_tensor(x) else None
+    return None if shape is None else len(shape)
+
+
+def _get_tensor_sizes(x, allow_nonstatic: bool = True) -> list | None:
+    """The dims as ints, None for a dim known only at runtime (``allow_nonstatic=False``: None then)."""
+    shape = _legacy_shape(x) if _is_tensor(x) else None
+    if shape is None:
+        return None
+    if allow_nonstatic:
+        return [d if isinstance(d, int) else None for d in shape]
+    return list(shape) if all(isinstance(d, int) for d in shape) else None
+
+
+def _get_tensor_dim_size(x, dim: int) -> int | None:
+    dims = _get_tensor_sizes(x)
+    return dims[dim] if dims else None
+
+
+# The rest of the legacy exporter's helper names: legacy_helpers.py and legacy_lowerings.py (imported
+# last: they use the above; symbolic/__init__.py imports this module first, so they never run before it).
+from .legacy_helpers import *  # noqa: E402, F401, F403
+from .legacy_helpers import __all__ as _LEGACY_HELPERS  # noqa: E402
+from .legacy_lowerings import *  # noqa: E402, F401, F403
+from .legacy_lowerings import __all__ as _LEGACY_LOWERINGS  # noqa: E402
+
+# The named API, then every name of the legacy exporter's ``symbolic_helper.__all__``.
+__all__ = [
+    "UNKNOWN", "SymbolicValueError", "const", "dtype", "is_const", "is_none", "is_packed_list", "is_static",
+    "is_value", "is_wrapped_number", "needs_opset", "parse_args", "promote_types", "rank", "scalar_type_of",
+    "sizes", "static_sizes", "unimplemented", "unpack_list", "value_error",
+    "_get_const", "_get_tensor_dim_size", "_get_tensor_rank", "_get_tensor_sizes", "_is_constant", "_is_list",
+    "_is_none", "_is_packed_list", "_is_scalar_list", "_is_tensor", "_is_tensor_list", "_is_tuple_construct",
+    "_is_value", "_maybe_get_const", "_maybe_get_scalar", "_parse_arg", "_unimplemented", "_unpack_list",
+    *_LEGACY_HELPERS, *_LEGACY_LOWERINGS,
+]

@@ -1,7 +1,10 @@
 """symbolic_opset7 ... symbolic_opset26 are exact legacy facades: the public names of
 ``torch.onnx.symbolic_opsetN`` (no more: no torch, onnx, helpers or topic-module leftovers), each
 read as our built-in conversion of that op at that opset, callable the way legacy custom symbolics
-call them. torch.onnx is imported here only to read its modules' names and signatures."""
+call them. symbolic_helper exports every name of torch's ``symbolic_helper.__all__`` (and the named
+API our conversions use), each function taking legacy's parameters (what they do:
+tests/test_legacy_helper_facade.py). torch.onnx is imported here only to read its modules' names and
+signatures."""
 
 from __future__ import annotations
 
@@ -292,3 +295,49 @@ def test_custom_symbolic_calling_a_facade_matches_eager(op, symbolic_fn, model, 
         assert len(got) == len(expected)
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- symbolic_helper: every name of torch's symbolic_helper.__all__, taking the same parameters ----
+
+# Ours beyond legacy's names: the named API our conversions use (symbolic_helper's docstring).
+HELPER_NAMED_API = {
+    "UNKNOWN", "SymbolicValueError", "const", "dtype", "is_const", "is_none", "is_packed_list", "is_static",
+    "is_value", "is_wrapped_number", "needs_opset", "promote_types", "rank", "scalar_type_of", "sizes",
+    "static_sizes", "unimplemented", "unpack_list", "value_error",
+}
+
+
+def _torch_helper() -> types.ModuleType:
+    """torch's symbolic_helper: under _internal since torch 2.9 (torch.onnx.symbolic_helper re-exports it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return importlib.import_module("torch.onnx._internal.torchscript_exporter.symbolic_helper")
+        except ImportError:
+            return importlib.import_module("torch.onnx.symbolic_helper")
+
+
+@pytest.mark.parametrize("path", ["torchscript_onnx.symbolic.symbolic_helper", "torchscript_onnx.symbolic_helper"])
+def test_symbolic_helper_names_are_torchs_and_the_named_api(path):
+    theirs = set(_torch_helper().__all__)
+    module = importlib.import_module(path)
+    assert len(module.__all__) == len(set(module.__all__))
+    assert set(module.__all__) == theirs | HELPER_NAMED_API
+    namespace: dict = {}
+    exec(f"from {path} import *", namespace)
+    assert set(namespace) - {"__builtins__"} == theirs | HELPER_NAMED_API
+    assert not HELPER_NAMED_API & theirs
+
+
+def test_symbolic_helper_functions_take_torchs_parameters():
+    # the same parameter names, kinds and order: every call legacy's accepts, by position or keyword
+    theirs, ours = _torch_helper(), importlib.import_module("torchscript_onnx.symbolic.symbolic_helper")
+    differ = {}
+    for name in theirs.__all__:
+        if callable(getattr(theirs, name)):
+            mine = [(p.name, p.kind) for p in inspect.signature(getattr(ours, name)).parameters.values()]
+            legacy = [(p.name, p.kind) for p in inspect.signature(getattr(theirs, name)).parameters.values()]
+            if mine != legacy:
+                differ[name] = (mine, legacy)
+    assert differ == {}
+

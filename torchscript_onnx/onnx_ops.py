@@ -41,13 +41,15 @@ def squeeze(g, x: Value, axes: Sequence[int] | None = None) -> Value:
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
 
 
-def reduce(g, op_type: str, x: Value, axes: Sequence[int] | None, keepdims: bool) -> Value:
-    """``op_type`` over ``axes`` (None: all axes)."""
+def reduce(g, op_type: str, x: Value, axes: Sequence[int] | Value | None, keepdims: bool) -> Value:
+    """``op_type`` over ``axes`` (None: all axes; a 1-D int64 value: axes known only at runtime)."""
     since = _AXES_INPUT_SINCE.get(op_type, 18)
     if axes is None:
         return g.op(op_type, x, keepdims_i=int(keepdims))
+    if isinstance(axes, Value) and g.opset < since:
+        needs_opset(since, f"{op_type} over axes known only at runtime (axes as an input)", axes)
     if g.opset >= since:
-        return g.op(op_type, x, _ints(g, axes), keepdims_i=int(keepdims))
+        return g.op(op_type, x, axes if isinstance(axes, Value) else _ints(g, axes), keepdims_i=int(keepdims))
     return g.op(op_type, x, axes_i=list(axes), keepdims_i=int(keepdims))
 
 

@@ -112,7 +112,7 @@ def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False, rank: int
     sh.unimplemented(op, f"weights quantized as {qweight.qscheme()}")
 
 
-def _dequantize_node(qx):
+def dequantize_node(qx):
     """The nearest DequantizeLinear of a quantized value, through the ops that keep a quantization
     (relu, max_pool, reshape: their data input is input 0); None if there is none."""
     node = qx.producer if isinstance(qx, Value) else None
@@ -123,7 +123,7 @@ def _dequantize_node(qx):
 
 def _input_scale(qx):
     """The scale of a quantized value (its nearest DequantizeLinear's); None if there is none."""
-    node = _dequantize_node(qx)
+    node = dequantize_node(qx)
     return None if node is None else node.inputs[1]
 
 
@@ -167,7 +167,7 @@ def graph_input(g, values: Value, scale: Value, zero_point: Value, dtype: torch.
 def graph_output(g, value: Value) -> tuple[Value, Value, Value]:
     """A quantized value as (integer values, scale, zero point): the quantization of its nearest
     DequantizeLinear (``value`` itself or the one an op that keeps quantization read)."""
-    node = _dequantize_node(value)
+    node = dequantize_node(value)
     if node is None:
         sh.unimplemented("a quantized graph output", "its scale and zero point are not known in the graph")
     if len(node.inputs) < 3 or node.inputs[2] is None:
@@ -206,7 +206,7 @@ def requantize(g, kind: str, value: Value, dtype: torch.dtype) -> Value:
     if kind in FIXED_QPARAMS and dtype in FIXED_QPARAMS[kind]:
         scale, zero_point = FIXED_QPARAMS[kind][dtype]
         return qdq(g, value, scale, zero_point, dtype, op=kind)
-    node = _dequantize_node(value)
+    node = dequantize_node(value)
     if node is None or node.attr("axis") is not None or len(node.inputs) < 3:
         return value  # no per-tensor quantization to keep: left as computed
     return qdq(g, value, node.inputs[1], node.inputs[2], node.inputs[2].dtype or dtype, op=kind)
