@@ -1,5 +1,6 @@
 """Scripted models the legacy exporter cannot export, one section per cause: type tests that the
-call site decides (``isinstance`` on a Union parameter of an inlined function), ...
+call site decides (``isinstance`` on a Union parameter of an inlined function), ``Optional[Tensor]``
+parameters given None (ONNX optionals from opset 15, tested at runtime), ...
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -8,13 +9,17 @@ hide as a constant of the export.
 
 from __future__ import annotations
 
-from typing import List, Union
+from typing import List, Optional, Union
+
+import numpy as np
+import onnxruntime as ort
 
 import pytest
 import torch
 from torch import Tensor, nn
 from torch.nn.utils import rnn as rnn_utils
 
+from torchscript_onnx import export
 from torchscript_onnx.prepare.script import fold_isinstance
 from torchscript_onnx.verification import verify
 
@@ -87,3 +92,43 @@ graph(%t : Tensor, %o : Tensor?, %l : int[]):
     outputs = [v.node() for v in graph.outputs()]
     constants = [n.i("value") if n.kind() == "prim::Constant" else n.kind() for n in outputs]
     assert constants == [1, 0, "prim::isinstance", 0]
+
+
+# -- Optional[Tensor] parameters given None: ONNX optionals, tested at runtime --------------------
+
+
+class ShiftIfGiven(nn.Module):
+    def forward(self, x, shift: Optional[Tensor] = None, scale: Optional[Tensor] = None):
+        if shift is not None:
+            x = x - shift
+        if scale is not None:
+            x = x * scale
+        return x.relu()
+
+
+def _session(proto) -> ort.InferenceSession:
+    return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("exported_with", ["none", "shift", "both"])
+def test_optional_parameters_given_none_stay_optional_inputs(exported_with):
+    """Whichever of the optional parameters the export is given, the file takes any of them at
+    runtime (fed or left out) and at other sizes, with the scripted model's answer."""
+    model = torch.jit.script(ShiftIfGiven())
+    x = torch.randn(2, 3)
+    given = {"none": (None, None), "shift": (torch.randn(3), None), "both": (torch.randn(3), torch.randn(2, 3))}
+    axes = {"x": {0: "rows"}, "scale": {0: "rows"}}
+    proto = export(model, (x, *given[exported_with]), None, opset_version=17,
+                   input_names=["x", "shift", "scale"], dynamic_axes=axes)
+    assert [i.type.WhichOneof("value") for i in proto.graph.input] == ["tensor_type", "optional_type",
+                                                                       "optional_type"]
+    session = _session(proto)
+    for rows in (2, 5):
+        x = torch.randn(rows, 3)
+        for shift, scale in ((None, None), (torch.randn(3), None), (None, torch.randn(rows, 3)),
+                             (torch.randn(3), torch.randn(rows, 3))):
+            feeds = {"x": x.numpy(), "shift": None if shift is None else shift.numpy()}
+            if scale is not None:
+                feeds["scale"] = scale.numpy()
+            (got,) = session.run(None, feeds)
+            np.testing.assert_allclose(got, model(x, shift, scale).numpy(), rtol=1e-6, atol=1e-6)

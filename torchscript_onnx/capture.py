@@ -46,6 +46,7 @@ class Captured:
     scripted: bool = False  # a ScriptModule/ScriptFunction graph: inputs keep their debug names
     example_outputs: list = dataclasses.field(default_factory=list)  # scripted: (dtype, rank) per output
     scopes: dict = dataclasses.field(default_factory=dict)  # scripted: JIT node -> module scope (/b/lin)
+    optional_inputs: bool = False  # scripted: Optional[Tensor] inputs are ONNX optionals (None or a tensor)
 
 
 @contextlib.contextmanager
@@ -389,7 +390,11 @@ def _source_ranges_shared_while_tracing() -> Iterator[None]:
         handle.remove()
 
 
-def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
+def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True,
+            optional_inputs: bool = False) -> Captured:
+    """``optional_inputs``: a scripted forward's ``Optional[Tensor]`` parameters stay graph inputs
+    also when args give None for them (ONNX optionals, opset 15 on); else a None binds its
+    parameter to None."""
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
             _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad():
         if _has_packed_params(model):
@@ -397,7 +402,7 @@ def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool 
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.
             model = torch.jit.trace(model, tuple(args), check_trace=False)
         if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-            captured = _capture_script(model, args)
+            captured = _capture_script(model, args, optional_inputs)
         else:
             captured = _capture_trace(model, args)
     if autograd_inlining:
@@ -446,17 +451,20 @@ def _nested_nones(args: tuple) -> int:
 
 def _flat_script_args(args: tuple, arguments: list) -> list:
     """``args`` flattened as the scripted forward's inputs take them: a list given for a List[...]
-    parameter stays one input (a sequence, as legacy feeds it), the rest flatten as torch.jit does."""
+    parameter stays one input (a sequence, as legacy feeds it), a None given for an Optional one
+    stays a None, the rest flatten as torch.jit does."""
     flat = []
     for k, arg in enumerate(args):
         if k < len(arguments) and isinstance(arguments[k].type, torch._C.ListType) and isinstance(arg, list):
             flat.append(list(arg))
+        elif arg is None and k < len(arguments) and isinstance(arguments[k].type, torch._C.OptionalType):
+            flat.append(None)
         else:
             flat += torch.jit._flatten((arg,))[0]
     return flat
 
 
-def _capture_script(model, args: tuple) -> Captured:
+def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captured:
     nones = _nested_nones(args)
     if nones:  # the scripted graph's inputs would no longer line up with args, as in legacy
         raise ValueError(f"args contained {nones} None's after flattening. When exporting a ScriptModule or "
@@ -479,7 +487,8 @@ def _capture_script(model, args: tuple) -> Captured:
         fold_attribute_reads(graph, module, written)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
-    inputs, args, arguments = _bind_nones(graph, inputs, args, arguments)
+    given = args
+    inputs, args, arguments = _bind_nones(graph, inputs, args, arguments, optional_inputs)
     flat = _flat_script_args(args, arguments)
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
@@ -499,8 +508,8 @@ def _capture_script(model, args: tuple) -> Captured:
         )
     specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args, written),
-                    scopes=scopes)
+                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, given, written),
+                    scopes=scopes, optional_inputs=optional_inputs)
 
 
 def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, int] | None]:
@@ -541,17 +550,26 @@ def _defaults_to_none(argument) -> bool:
     return argument.has_default_value() and argument.default_value is None
 
 
-def _bind_nones(graph: torch._C.Graph, inputs: list, args: tuple, arguments: list) -> tuple[list, tuple, list]:
+def _bind_nones(graph: torch._C.Graph, inputs: list, args: tuple, arguments: list,
+                optional_inputs: bool = False) -> tuple[list, tuple, list]:
     """A None passed for an ``Optional`` argument binds it to None, as in a call (legacy refuses
-    any None in a scripted model's args). The other inputs, args and schema arguments are
-    returned, still aligned."""
+    any None in a scripted model's args); with ``optional_inputs``, an ``Optional[Tensor]`` one
+    stays an input (an ONNX optional, tested at runtime). The other inputs, args and schema
+    arguments are returned, still aligned."""
     if len(inputs) != len(args) or not any(a is None for a in args):
         return inputs, args, arguments
     kept = [k for k, (value, arg) in enumerate(zip(inputs, args))
-            if not (arg is None and isinstance(value.type(), torch._C.OptionalType))]
+            if not (arg is None and isinstance(value.type(), torch._C.OptionalType))
+            or optional_inputs and is_optional_tensor(value)]
     for k in sorted(set(range(len(inputs))) - set(kept), reverse=True):
         _bind_constant(graph, inputs[k], None)
     return [inputs[k] for k in kept], tuple(args[k] for k in kept), [arguments[k] for k in kept]
+
+
+def is_optional_tensor(value: torch._C.Value) -> bool:
+    """Whether a scripted graph's input is an ``Optional[Tensor]``."""
+    jit_type = value.type()
+    return isinstance(jit_type, torch._C.OptionalType) and isinstance(jit_type.getElementType(), torch._C.TensorType)
 
 
 def _bind_constant(graph: torch._C.Graph, value: torch._C.Value, constant_value) -> None:

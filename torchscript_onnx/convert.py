@@ -235,12 +235,23 @@ class Converter:
             if examples and k < len(examples) and isinstance(examples[k], list):
                 self.env[jit_value.unique()] = self.add_sequence_input(jit_value, name, examples[k])
                 continue
+            if self.captured.optional_inputs and capture_module.is_optional_tensor(jit_value):
+                self.env[jit_value.unique()] = self.add_optional_input(name, dtype, shape)
+                continue
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
         if self.captured.module is not None:
             self_value = next(iter(self.captured.graph.inputs()))
             self.env[self_value.unique()] = Value("self", const=self.captured.module)
         for jit_value, name, tensor in self.captured.params:
             self.env[jit_value.unique()] = self.add_param(name, tensor)
+
+    def add_optional_input(self, name: str, dtype: torch.dtype | None, shape) -> Value:
+        """An ``Optional[Tensor]`` parameter of a scripted forward as an ONNX optional input, as legacy
+        declares it from opset 15, so that whether it holds a tensor is tested at runtime. Given
+        None, its element type is unknown: float (legacy's type for a None output), any rank."""
+        value = self.graph.add_input(name, dtype or torch.float32, shape)
+        value.optional = True
+        return value
 
     def add_sequence_input(self, jit_value: torch._C.Value, name: str, example: list) -> Value:
         """A list argument of a scripted forward (``pad: List[int]``) as one graph input of ONNX
@@ -817,6 +828,7 @@ def _identity(ctx: GraphContext, graph: Graph, value: Value) -> Value:
     leaving a block or graph output that no node of its own graph produces."""
     node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source, ctx.origin)
     node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
+    node.outputs[0].optional = value.optional  # an ONNX optional graph input returned as it came
     return node.outputs[0]
 
 
