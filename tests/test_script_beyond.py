@@ -1,6 +1,7 @@
 """Scripted models the legacy exporter cannot export, one section per cause: type tests that the
 call site decides (``isinstance`` on a Union parameter of an inlined function), ``Optional[Tensor]``
-parameters given None (ONNX optionals from opset 15, tested at runtime), ...
+parameters given None (ONNX optionals from opset 15, tested at runtime), ``Optional[Tuple[...]]``
+parameters given a tuple (one input per element), ...
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -9,7 +10,7 @@ hide as a constant of the export.
 
 from __future__ import annotations
 
-from typing import List, Optional, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 import onnxruntime as ort
@@ -132,3 +133,28 @@ def test_optional_parameters_given_none_stay_optional_inputs(exported_with):
                 feeds["scale"] = scale.numpy()
             (got,) = session.run(None, feeds)
             np.testing.assert_allclose(got, model(x, shift, scale).numpy(), rtol=1e-6, atol=1e-6)
+
+
+# -- Optional[Tuple[...]] given a tuple: one input per element ------------------------------------
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, num_layers=2)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x, state: Optional[Tuple[Tensor, Tensor]] = None):
+        out, (h, c) = self.lstm(x, state)
+        return self.head(out), h, c
+
+
+def _state(batch: int) -> tuple:
+    return torch.randn(2, batch, 4), torch.randn(2, batch, 4)
+
+
+@pytest.mark.parametrize("opset", (9, 17))
+def test_optional_tuple_given_a_tuple_flattens(opset):
+    axes = {"x": {0: "steps", 1: "batch"}, "h0": {1: "batch"}, "c0": {1: "batch"}}
+    verify(torch.jit.script(Decoder()), (torch.randn(5, 2, 3), _state(2)), opset_version=opset,
+           input_names=["x", "h0", "c0"], dynamic_axes=axes, other_inputs=[(torch.randn(7, 3, 3), _state(3))])

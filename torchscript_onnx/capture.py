@@ -493,6 +493,7 @@ def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captur
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
         _bind_default(graph, inputs.pop(), arguments[len(inputs)])
+    _type_given_tuples(inputs, args)
     if len(inputs) != len(flat) and any(isinstance(v.type(), torch._C.TupleType) for v in inputs):
         # tuple arguments (Tuple[Tensor, Tuple[Tensor, Tensor]]) become one graph input per element,
         # as args flatten them (and as legacy lays them out). First fold what the tuple types decide
@@ -510,6 +511,17 @@ def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captur
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
                     example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, given, written),
                     scopes=scopes, optional_inputs=optional_inputs)
+
+
+def _type_given_tuples(inputs: list, args: tuple) -> None:
+    """An ``Optional[Tuple[...]]`` parameter given a tuple is typed as that tuple, so it flattens to
+    one input per element as a ``Tuple`` parameter does (an LSTM's state passed on by a forward:
+    ``hidden: Optional[Tuple[Tensor, Tensor]] = None``), and its ``is None`` tests fold."""
+    for value, arg in zip(inputs, args):
+        jit_type = value.type()
+        if isinstance(arg, tuple) and isinstance(jit_type, torch._C.OptionalType) \
+                and isinstance(jit_type.getElementType(), torch._C.TupleType):
+            value.setType(jit_type.getElementType())
 
 
 def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, int] | None]:
