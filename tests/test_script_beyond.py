@@ -1,7 +1,8 @@
 """Scripted models the legacy exporter cannot export, one section per cause: type tests that the
 call site decides (``isinstance`` on a Union parameter of an inlined function), ``Optional[Tensor]``
 parameters given None (ONNX optionals from opset 15, tested at runtime), ``Optional[Tuple[...]]``
-parameters given a tuple (one input per element), ...
+parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``List[int]`` input
+(pieces counted at runtime), ...
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -158,3 +159,26 @@ def test_optional_tuple_given_a_tuple_flattens(opset):
     axes = {"x": {0: "steps", 1: "batch"}, "h0": {1: "batch"}, "c0": {1: "batch"}}
     verify(torch.jit.script(Decoder()), (torch.randn(5, 2, 3), _state(2)), opset_version=opset,
            input_names=["x", "h0", "c0"], dynamic_axes=axes, other_inputs=[(torch.randn(7, 3, 3), _state(3))])
+
+
+# -- split by a List[int] input: as many pieces as the runtime list has ---------------------------
+
+
+class SplitBySizes(nn.Module):
+    def forward(self, x, sizes: List[int]):
+        pieces = x.split(sizes, dim=1)
+        out = []
+        for k, piece in enumerate(pieces):
+            out.append(piece.sum(dim=1, keepdim=True) * (k + 1))
+        return torch.cat(out, dim=1)
+
+
+@pytest.mark.parametrize("opset", (11, 17))
+def test_split_by_a_runtime_list_of_sizes(opset):
+    model = torch.jit.script(SplitBySizes())
+    proto = export(model, (torch.randn(3, 6), [2, 4]), None, opset_version=opset, input_names=["x", "sizes"],
+                   dynamic_axes={"x": {0: "rows", 1: "cols"}})
+    session = _session(proto)
+    for x, sizes in ((torch.randn(3, 6), [2, 4]), (torch.randn(5, 9), [1, 3, 5]), (torch.randn(2, 4), [4])):
+        (got,) = session.run(None, {"x": x.numpy(), "sizes": [np.array(s, dtype=np.int64) for s in sizes]})
+        np.testing.assert_allclose(got, model(x, sizes).numpy(), rtol=1e-5, atol=1e-6)
