@@ -2,7 +2,8 @@
 call site decides (``isinstance`` on a Union parameter of an inlined function), ``Optional[Tensor]``
 parameters given None (ONNX optionals from opset 15, tested at runtime), ``Optional[Tuple[...]]``
 parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``List[int]`` input
-(pieces counted at runtime), ...
+(pieces counted at runtime), ops on quantized inputs that quantize their result again (with fixed
+parameters, or with the input's where the float result leaves its grid), ...
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -182,3 +183,48 @@ def test_split_by_a_runtime_list_of_sizes(opset):
     for x, sizes in ((torch.randn(3, 6), [2, 4]), (torch.randn(5, 9), [1, 3, 5]), (torch.randn(2, 4), [4])):
         (got,) = session.run(None, {"x": x.numpy(), "sizes": [np.array(s, dtype=np.int64) for s in sizes]})
         np.testing.assert_allclose(got, model(x, sizes).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- quantized results of a scripted graph: known by their inputs ---------------------------------
+
+
+class OnQuantized(nn.Module):
+    def __init__(self, op: nn.Module):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        y = self.op(x)
+        return y, y.dequantize()  # the float: a result left unquantized would lie off y's grid
+
+
+QUANTIZED_OPS = {
+    "sigmoid": nn.Sigmoid(), "tanh": nn.Tanh(), "hardsigmoid": nn.Hardsigmoid(),
+    "avg_pool2d": nn.AvgPool2d(3, stride=2, padding=1), "adaptive_avg_pool2d": nn.AdaptiveAvgPool2d(1),
+    "leaky_relu": nn.LeakyReLU(0.3), "gelu": nn.GELU(), "bilinear": nn.Upsample(scale_factor=2, mode="bilinear"),
+}
+
+
+def _quantized(*shape, seed: int) -> Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.quantize_per_tensor(torch.randn(*shape, generator=generator) * 3, 0.1, 120, torch.quint8)
+
+
+@pytest.mark.parametrize("name", sorted(QUANTIZED_OPS))
+def test_quantized_results_of_a_scripted_graph(name):
+    """The result is quantized as torch quantizes it: its scale and zero point exact, its float on
+    that grid. Integer values may differ by one step where float rounding meets a tie (as in
+    test_quantized_io)."""
+    model = torch.jit.script(OnQuantized(QUANTIZED_OPS[name]))
+    names = ["x.1_value", "x.1_scale", "x.1_zero_point"]  # legacy's: after the scripted input x.1
+    proto = export(model, (_quantized(1, 3, 4, 6, seed=0),), None, opset_version=13,
+                   dynamic_axes={"x.1_value": {0: "batch", 2: "height", 3: "width"}})
+    session = _session(proto)
+    for x in (_quantized(1, 3, 4, 6, seed=1), _quantized(2, 3, 7, 5, seed=2)):
+        values, scale, zero_point, dequantized = session.run(None, dict(zip(names, (
+            x.int_repr().numpy(), np.array(x.q_scale(), np.float64), np.array(x.q_zero_point(), np.int64)))))
+        want, _ = model(x)
+        assert (scale, zero_point) == (np.float32(want.q_scale()), np.uint8(want.q_zero_point()))
+        assert np.abs(values.astype(int) - want.int_repr().numpy().astype(int)).max() <= 1
+        steps = dequantized / scale
+        np.testing.assert_allclose(steps, np.round(steps), atol=1e-3)

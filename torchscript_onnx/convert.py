@@ -499,11 +499,14 @@ class Converter:
     def requantize(self, node: torch._C.Node, result: Value) -> Value:
         """An aten op on quantized tensors (its traced output type is quantized): its float result
         quantized as torch quantizes it (``quantized.requantize``)."""
-        dtype = _jit_tensor_info(node.outputsAt(0))[0]
-        if dtype not in _QUANTIZED_VALUES:
-            return result
         from .symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
 
+        dtype = _jit_tensor_info(node.outputsAt(0))[0]
+        if dtype is None and self.captured.scripted and node.inputsSize():  # untyped: known by its input
+            values = quantized.scripted_result_dtype(node.kind(), self.env.get(node.inputsAt(0).unique()))
+            return result if values is None else quantized.requantize(self.ctx, node.kind(), result, values)
+        if dtype not in _QUANTIZED_VALUES:
+            return result
         return quantized.requantize(self.ctx, node.kind(), result, _QUANTIZED_VALUES[dtype])
 
     def _convert_plumbing(self, node: torch._C.Node, fn, inputs: list[Value]) -> bool:
