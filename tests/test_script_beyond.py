@@ -3,7 +3,9 @@ call site decides (``isinstance`` on a Union parameter of an inlined function), 
 parameters given None (ONNX optionals from opset 15, tested at runtime), ``Optional[Tuple[...]]``
 parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``List[int]`` input
 (pieces counted at runtime), ops on quantized inputs that quantize their result again (with fixed
-parameters, or with the input's where the float result leaves its grid), ...
+parameters, or with the input's where the float result leaves its grid), ``x.stride()`` of a graph
+input (from its runtime sizes), Gamma and Dirichlet sampling (rejection sampling in a Loop), ``aten::lift`` and
+``aten::is_pinned``, ...
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -228,3 +230,74 @@ def test_quantized_results_of_a_scripted_graph(name):
         assert np.abs(values.astype(int) - want.int_repr().numpy().astype(int)).max() <= 1
         steps = dequantized / scale
         np.testing.assert_allclose(steps, np.round(steps), atol=1e-3)
+
+
+# -- x.stride() of a graph input: products of its runtime sizes -----------------------------------
+
+
+class ByStrides(nn.Module):
+    def forward(self, x):
+        strides = x.stride()
+        return x * strides[0] + x.stride(1) - strides[2], torch.tensor(strides)
+
+
+class StrideOfAView(nn.Module):
+    def forward(self, x):
+        return x * x.t().stride(0)
+
+
+def test_stride_of_an_input_from_its_runtime_sizes():
+    verify(torch.jit.script(ByStrides()), (torch.randn(2, 3, 4),), opset_version=17, input_names=["x"],
+           dynamic_axes={"x": {0: "a", 1: "b", 2: "c"}}, other_inputs=[(torch.randn(3, 5, 2),)])
+
+
+def test_stride_of_a_computed_tensor_is_refused():
+    with pytest.raises(Exception, match="stride\\(\\) of a tensor computed in the graph"):
+        export(torch.jit.script(StrideOfAView()), (torch.randn(2, 3),), None, opset_version=17)
+
+
+# -- Gamma and Dirichlet samples: torch's distribution, drawn by ONNX's uniform and normal -------
+
+
+class Samplers(nn.Module):
+    def forward(self, concentration):
+        return torch._standard_gamma(concentration), torch._sample_dirichlet(concentration)
+
+
+CONCENTRATIONS = torch.tensor([0.3, 1.0, 2.5, 7.0])
+
+
+@pytest.mark.parametrize("rows", (20000, 12000))
+def test_gamma_and_dirichlet_samples_follow_torchs_distribution(rows):
+    """Moments over many samples (tolerances over 6 standard errors of the estimates, so a pass
+    is no accident and a failure no bad luck), for concentrations below and above 1."""
+    model = torch.jit.script(Samplers())
+    proto = export(model, (CONCENTRATIONS.repeat(4, 1),), None, opset_version=17, input_names=["alpha"],
+                   dynamic_axes={"alpha": {0: "rows"}})
+    alpha = CONCENTRATIONS.repeat(rows, 1)
+    gamma, dirichlet = _session(proto).run(None, {"alpha": alpha.numpy()})
+    eager_gamma, eager_dirichlet = model(alpha)
+    assert gamma.shape == dirichlet.shape == tuple(alpha.shape) and (gamma > 0).all()
+    a = CONCENTRATIONS.numpy()
+    np.testing.assert_allclose(gamma.mean(0), a, rtol=0.05)  # Gamma(a, 1): mean a, variance a
+    np.testing.assert_allclose(gamma.var(0), a, rtol=0.15)
+    np.testing.assert_allclose(eager_gamma.numpy().mean(0), a, rtol=0.05)  # the same moments in torch
+    np.testing.assert_allclose(dirichlet.sum(1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(dirichlet.mean(0), a / a.sum(), atol=0.005)
+    np.testing.assert_allclose(dirichlet.mean(0), eager_dirichlet.numpy().mean(0), atol=0.005)
+
+
+# -- aten::lift (nothing to compute) and aten::is_pinned (ONNX tensors never are) ----------------
+
+
+class LiftAndPinned(nn.Module):
+    def forward(self, x):
+        y = torch.ops.aten.lift(x) * 2
+        if y.is_pinned():
+            return y + 1
+        return y - 1
+
+
+def test_lift_and_is_pinned():
+    verify(torch.jit.script(LiftAndPinned()), (torch.randn(2, 3),), opset_version=17, input_names=["x"],
+           dynamic_axes={"x": {0: "rows"}}, other_inputs=[(torch.randn(5, 3),)])
