@@ -5,7 +5,7 @@ parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``Li
 (pieces counted at runtime), ops on quantized inputs that quantize their result again (with fixed
 parameters, or with the input's where the float result leaves its grid), ``x.stride()`` of a graph
 input (from its runtime sizes), Gamma and Dirichlet sampling (rejection sampling in a Loop), ``aten::lift`` and
-``aten::is_pinned``, ...
+``aten::is_pinned``, dict and list outputs.
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -14,7 +14,7 @@ hide as a constant of the export.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import onnxruntime as ort
@@ -300,4 +300,31 @@ class LiftAndPinned(nn.Module):
 
 def test_lift_and_is_pinned():
     verify(torch.jit.script(LiftAndPinned()), (torch.randn(2, 3),), opset_version=17, input_names=["x"],
+           dynamic_axes={"x": {0: "rows"}}, other_inputs=[(torch.randn(5, 3),)])
+
+
+# -- dict and list outputs: one graph output per value, as tracing flattens them ------------------
+
+
+class ReturnsDict(nn.Module):
+    def forward(self, x) -> Dict[str, Tensor]:
+        return {"scaled": x * 2, "total": x.sum(0), "rows": x.relu()}
+
+
+class ReturnsRowList(nn.Module):
+    def forward(self, x) -> List[Tensor]:
+        rows: List[Tensor] = []
+        for k in range(x.size(0)):
+            rows.append(x[k] * k)
+        return rows
+
+
+class ReturnsPair(nn.Module):
+    def forward(self, x) -> List[Tensor]:
+        return [x + 1, x.sigmoid()]
+
+
+@pytest.mark.parametrize("make", [ReturnsDict, ReturnsRowList, ReturnsPair])
+def test_dict_and_list_outputs(make):
+    verify(torch.jit.script(make()), (torch.randn(2, 3),), opset_version=17, input_names=["x"],
            dynamic_axes={"x": {0: "rows"}}, other_inputs=[(torch.randn(5, 3),)])

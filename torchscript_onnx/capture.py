@@ -24,7 +24,7 @@ import torch
 from .options import TrainingMode
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
-from .prepare.script import fold_attribute_reads, inline_functions, inline_methods, specialize
+from .prepare.script import dict_outputs_to_tuples, fold_attribute_reads, inline_functions, inline_methods, specialize
 from .scopes import scope_atom
 
 _in_export = False
@@ -481,6 +481,7 @@ def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captur
         inputs = list(graph.inputs())
     scopes = inline_methods(graph, module) if module is not None else {}
     inline_functions(graph, scopes)
+    dict_outputs_to_tuples(graph)
     written = lower_attribute_writes(graph) if module is not None else set()
     if module is not None:
         tuple_attributes_to_constants(graph, module)

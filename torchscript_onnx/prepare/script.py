@@ -205,3 +205,23 @@ def fold_isinstance(graph: torch._C.Graph) -> int:
         node.destroy()
         folded += 1
     return folded
+
+
+def dict_outputs_to_tuples(graph: torch._C.Graph) -> int:
+    """A dict the scripted forward returns (``{"logits": x, "loss": y}``) becomes a tuple of its
+    values in insertion order, which tuple lowering flattens into one output each, as tracing
+    flattens a returned dict. Returns how many dicts were replaced."""
+    replaced = 0
+    for k, output in enumerate(list(graph.outputs())):
+        node = output.node()
+        if node.kind() != "prim::DictConstruct" or len(output.uses()) != 1:
+            continue
+        values = list(node.inputs())[1::2]
+        with graph.insert_point_guard(graph.return_node()):
+            construct = graph.create("prim::TupleConstruct", values, 1)
+            construct.output().setType(torch._C.TupleType([v.type() for v in values]))
+            items = graph.insertNode(construct).output()
+        graph.return_node().replaceInput(k, items)
+        node.destroy()
+        replaced += 1
+    return replaced
