@@ -5,7 +5,8 @@ parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``Li
 (pieces counted at runtime), ops on quantized inputs that quantize their result again (with fixed
 parameters, or with the input's where the float result leaves its grid), ``x.stride()`` of a graph
 input (from its runtime sizes), Gamma and Dirichlet sampling (rejection sampling in a Loop), ``aten::lift`` and
-``aten::is_pinned``, dict and list outputs.
+``aten::is_pinned``, dict and list outputs, PackedSequence arguments (torch's packed rows unpacked
+in the graph).
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -328,3 +329,41 @@ class ReturnsPair(nn.Module):
 def test_dict_and_list_outputs(make):
     verify(torch.jit.script(make()), (torch.randn(2, 3),), opset_version=17, input_names=["x"],
            dynamic_axes={"x": {0: "rows"}}, other_inputs=[(torch.randn(5, 3),)])
+
+
+# -- a PackedSequence argument: its fields are inputs, its packed rows unpacked in the graph ------
+
+
+class PackedLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, num_layers=2, bidirectional=True)
+
+    def forward(self, packed: rnn_utils.PackedSequence):
+        out, (h, c) = self.lstm(packed)
+        padded, lengths = rnn_utils.pad_packed_sequence(out)
+        return padded, h, c
+
+
+def _packed(lengths: list, sort: bool) -> rnn_utils.PackedSequence:
+    x = torch.randn(max(lengths), len(lengths), 4)
+    return rnn_utils.pack_padded_sequence(x, torch.tensor(lengths), enforce_sorted=sort)
+
+
+@pytest.mark.parametrize("sort", [True, False], ids=["sorted", "unsorted"])
+def test_packed_sequence_argument(sort):
+    """Sorted sequences leave sorted_indices None (bound to None); unsorted ones bring both index
+    tensors as inputs. Rerun with other lengths and batch sizes."""
+    lengths = [5, 3, 2] if sort else [3, 5, 2]
+    others = [[6, 4, 4, 1], [2]] if sort else [[4, 6, 1, 4], [2]]
+    names = ["data", "batch_sizes"] + ([] if sort else ["sorted_indices", "unsorted_indices"])
+    axes = {"data": {0: "rows"}, "batch_sizes": {0: "steps"}, "sorted_indices": {0: "batch"},
+            "unsorted_indices": {0: "batch"}}
+    verify(torch.jit.script(PackedLSTM()), (_packed(lengths, sort),), opset_version=17, input_names=names,
+           dynamic_axes={name: axes[name] for name in names},
+           other_inputs=[(_packed(other, sort),) for other in others])
+
+
+def test_packed_sequence_argument_needs_opset_11():
+    with pytest.raises(Exception, match="opset_version=11"):
+        export(torch.jit.script(PackedLSTM()), (_packed([3, 2], True),), None, opset_version=10)

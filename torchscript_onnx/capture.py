@@ -440,6 +440,8 @@ def _nested_nones(args: tuple) -> int:
     """How many Nones sit inside the tuples, lists and dicts of ``args`` (torch.jit._flatten drops them)."""
 
     def count(value) -> int:
+        if _is_named_tuple(value):  # a None field is typed by the NamedTuple (PackedSequence's indices)
+            return sum(count(v) for v in value if v is not None)
         if isinstance(value, (list, tuple)):
             return sum(count(v) for v in value)
         if isinstance(value, dict):
@@ -459,9 +461,41 @@ def _flat_script_args(args: tuple, arguments: list) -> list:
             flat.append(list(arg))
         elif arg is None and k < len(arguments) and isinstance(arguments[k].type, torch._C.OptionalType):
             flat.append(None)
+        elif _is_named_tuple(arg):
+            flat += _flat_named_tuple(arg)
         else:
             flat += torch.jit._flatten((arg,))[0]
     return flat
+
+
+# Where a NamedTuple argument holds None in a field (bound to None once its fields are inputs)
+_NONE_FIELD = object()
+
+
+def _is_named_tuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _flat_named_tuple(value) -> list:
+    """A NamedTuple's fields flattened as tuple lowering lays them out, its None fields kept."""
+    flat = []
+    for field in value:
+        if field is None:
+            flat.append(_NONE_FIELD)
+        elif _is_named_tuple(field):
+            flat += _flat_named_tuple(field)
+        else:
+            flat += torch.jit._flatten((field,))[0]
+    return flat
+
+
+def _bind_none_fields(graph: torch._C.Graph, inputs: list, flat: list) -> tuple[list, list]:
+    """The inputs of NamedTuple fields given None (a PackedSequence's sorted_indices when its
+    sequences came sorted) bound to None; the other inputs and examples returned, aligned."""
+    kept = [k for k, example in enumerate(flat) if example is not _NONE_FIELD]
+    for k in sorted(set(range(len(flat))) - set(kept), reverse=True):
+        _bind_constant(graph, inputs[k], None)
+    return [inputs[k] for k in kept], [flat[k] for k in kept]
 
 
 def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captured:
@@ -508,6 +542,7 @@ def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captur
         raise TypeError(
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
         )
+    inputs, flat = _bind_none_fields(graph, inputs, flat)
     specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
                     example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, given, written),
