@@ -1,12 +1,15 @@
-"""Scripted models the legacy exporter cannot export, one section per cause: type tests that the
-call site decides (``isinstance`` on a Union parameter of an inlined function), ``Optional[Tensor]``
-parameters given None (ONNX optionals from opset 15, tested at runtime), ``Optional[Tuple[...]]``
-parameters given a tuple (one input per element), ``x.split(sizes)`` with a ``List[int]`` input
-(pieces counted at runtime), ops on quantized inputs that quantize their result again (with fixed
-parameters, or with the input's where the float result leaves its grid), ``x.stride()`` of a graph
-input (from its runtime sizes), Gamma and Dirichlet sampling (rejection sampling in a Loop), ``aten::lift`` and
-``aten::is_pinned``, dict and list outputs, PackedSequence arguments (torch's packed rows unpacked
-in the graph).
+"""Scripted models the legacy exporter cannot export, one section per cause:
+
+- ``isinstance`` on a Union parameter of an inlined function, decided by the call site;
+- ``Optional[Tensor]`` parameters given None (ONNX optionals from opset 15, tested at runtime);
+- ``Optional[Tuple[...]]`` parameters given a tuple (one input per element);
+- ``x.split(sizes)`` with a ``List[int]`` input (pieces counted at runtime);
+- ops on quantized inputs that quantize their result again (with fixed parameters, or with the
+  input's where the float result leaves its grid);
+- ``x.stride()`` of a graph input (from its runtime sizes), ``aten::lift``, ``aten::is_pinned``;
+- Gamma and Dirichlet sampling (rejection sampling in a Loop);
+- dict and list outputs;
+- PackedSequence arguments (torch's packed rows unpacked in the graph).
 
 Every case runs the scripted module and onnxruntime side by side at two input sizes: the sizes
 it was exported at and others along dynamic axes, so a value that is known only at runtime cannot
@@ -19,7 +22,6 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import onnxruntime as ort
-
 import pytest
 import torch
 from torch import Tensor, nn
