@@ -148,19 +148,23 @@ def _check_fed_by_position(ours, model, args):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_an_unread_optional_input_may_be_left_out_as_legacy_allows():
-    """Given only ``b`` by keyword, the scripted graph has inputs for both parameters (legacy lays
-    them out so); the one our graph does not read is an ONNX optional a caller can omit."""
+def test_optional_inputs_are_onnx_optionals_tested_at_runtime_as_in_legacy():
+    """Given only ``b`` by keyword (``a`` takes its default tensor), the scripted graph declares both
+    parameters as ONNX optionals, as legacy does, and tests at runtime which holds a tensor: a
+    caller may leave either out and gets what the scripted model gives for that call (leaving
+    both out returns a 0-d tensor beside 2-d ones, which onnxruntime refuses in legacy's If too)."""
     model = torch.jit.script(FirstGiven())
-    b = torch.randn(2, 3)
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
     ours = export(model, ({"b": b},), None, opset_version=17)
     legacy = _legacy(model, ({"b": b},), 17)
-    assert [i.name for i in ours.graph.input] == [i.name for i in legacy.graph.input]
-    optional = [i.name for i in ours.graph.input if i.type.HasField("optional_type")]
-    assert optional == [i.name for i in ours.graph.input][1:]
-    (got,) = _run(ours, {ours.graph.input[0].name: b.numpy()})
-    (want,) = _run(legacy, {legacy.graph.input[0].name: b.numpy()})
-    np.testing.assert_allclose(got, want)
+    assert [(i.name, i.type.WhichOneof("value")) for i in ours.graph.input] == \
+        [(i.name, i.type.WhichOneof("value")) for i in legacy.graph.input] == \
+        [("a.1", "optional_type"), ("b.1", "optional_type")]
+    for given in ({"a.1": a}, {"b.1": b}, {"a.1": a, "b.1": b}):
+        (got,) = _run(ours, {name: t.numpy() for name, t in given.items()})
+        (want,) = _run(legacy, {name: t.numpy() for name, t in given.items()})
+        np.testing.assert_allclose(got, want)
+        np.testing.assert_allclose(got, model(given.get("a.1"), given.get("b.1")).numpy())
 
 
 class Mixed(torch.nn.Module):
@@ -172,24 +176,49 @@ class Mixed(torch.nn.Module):
         return x
 
 
-@pytest.mark.parametrize("args, names", [
+NONE_ARGS = [
     pytest.param((torch.randn(2, 3), None, torch.randn(2, 3)), ["x.1", "z.1"], id="y-None"),
     pytest.param((torch.randn(2, 3), torch.randn(2, 3), None), ["x.1", "y.1"], id="z-None"),
     pytest.param((torch.randn(2, 3), None, None), ["x.1"], id="both-None"),
     pytest.param((torch.randn(2, 3), {"y": None, "z": torch.randn(2, 3)}), ["x.1", "z.1"], id="keyword-None"),
-])
-def test_none_for_an_optional_argument_binds_it_to_none(args, names):
-    """Legacy refuses any None in a scripted model's args; here None binds its parameter to None,
-    as a call does, and the tensors given keep their own parameters (z stays z)."""
-    model = torch.jit.script(Mixed())
-    ours = export(model, args, None, opset_version=17)
-    assert [i.name for i in ours.graph.input] == names
-    tensors = [a for a in (args[1:] if not isinstance(args[-1], dict) else args[-1].values()) if a is not None]
-    feeds = dict(zip(names, [args[0].numpy()] + [t.numpy() for t in tensors]))
+]
+
+
+def _call_args(args) -> tuple[tuple, dict]:
     keywords = args[-1] if isinstance(args[-1], dict) else {}
-    positional = args[:-1] if keywords else args
+    return (args[:-1] if keywords else args), keywords
+
+
+@pytest.mark.parametrize("args, names", NONE_ARGS)
+def test_none_for_an_optional_argument_binds_it_to_none_before_opset_15(args, names):
+    """Legacy refuses any None in a scripted model's args; below opset 15 (no ONNX optionals) None
+    binds its parameter to None, as a call does, and the tensors given keep their own parameters."""
+    model = torch.jit.script(Mixed())
+    ours = export(model, args, None, opset_version=13)
+    assert [i.name for i in ours.graph.input] == names
+    positional, keywords = _call_args(args)
+    tensors = [a for a in (positional[1:] + tuple(keywords.values())) if a is not None]
+    feeds = dict(zip(names, [args[0].numpy()] + [t.numpy() for t in tensors]))
     (got,) = _run(ours, feeds)
     np.testing.assert_allclose(got, model(*positional, **keywords).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("args, names", NONE_ARGS)
+def test_none_for_an_optional_argument_is_an_empty_optional_from_opset_15(args, names):
+    """From opset 15 a None given for an ``Optional[Tensor]`` parameter leaves it an ONNX optional
+    input, as a tensor given for it does (legacy's layout): the export is not bound to the None, and
+    a caller may feed a tensor or nothing for it, with the scripted model's answer either way."""
+    model = torch.jit.script(Mixed())
+    ours = export(model, args, None, opset_version=17)
+    assert [(i.name, i.type.WhichOneof("value")) for i in ours.graph.input] == \
+        [("x.1", "tensor_type"), ("y.1", "optional_type"), ("z.1", "optional_type")]
+    x, y, z = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    for given_y, given_z in ((None, None), (y, None), (None, z), (y, z)):
+        feeds = {"x.1": x.numpy(), "y.1": None if given_y is None else given_y.numpy()}
+        if given_z is not None:  # left out: an optional input need not be fed
+            feeds["z.1"] = given_z.numpy()
+        (got,) = _run(ours, feeds)
+        np.testing.assert_allclose(got, model(x, given_y, given_z).numpy(), rtol=1e-6)
 
 
 class ScatterIntoEmpty(torch.nn.Module):

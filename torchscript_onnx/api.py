@@ -22,7 +22,7 @@ from . import hf_cache, progress, serialize
 from .context import GraphContext
 from .artifacts import Artifacts
 from .convert import convert
-from .inputs_kept import drop_unused_inputs, legacy_reads
+from .inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
 from .ir import Graph
 from .optimize import optimize
 from .prepare import prepare
@@ -196,7 +196,8 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     artifacts.begin("capture (TorchScript graph)")
     # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
-    captured = capture_mod.capture(model, args, options.training, inlining)
+    captured = capture_mod.capture(model, args, options.training, inlining,
+                                   optional_inputs=options.opset_version >= OPTIONAL_INPUTS_OPSET)
     capture_mod.release_free_memory()  # what the traced forward pass freed
     clock.lap("capture", lambda: progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)

@@ -25,7 +25,7 @@ from . import hf_cache
 from .options import TrainingMode
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
-from .prepare.script import fold_attribute_reads, inline_functions, inline_methods, specialize
+from .prepare.script import dict_outputs_to_tuples, fold_attribute_reads, inline_functions, inline_methods, specialize
 from .scopes import scope_atom
 
 _in_export = False
@@ -51,6 +51,7 @@ class Captured:
     # user inputs / outputs; input_names and output_names given to export take precedence.
     input_names: dict[int, str] = dataclasses.field(default_factory=dict)
     output_names: dict[int, str] = dataclasses.field(default_factory=dict)
+    optional_inputs: bool = False  # scripted: Optional[Tensor] inputs are ONNX optionals (None or a tensor)
 
 
 @contextlib.contextmanager
@@ -457,7 +458,11 @@ def _source_ranges_shared_while_tracing() -> Iterator[None]:
         handle.remove()
 
 
-def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
+def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True,
+            optional_inputs: bool = False) -> Captured:
+    """``optional_inputs``: a scripted forward's ``Optional[Tensor]`` parameters stay graph inputs
+    also when args give None for them (ONNX optionals, opset 15 on); else a None binds its
+    parameter to None."""
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
             _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad():
         if _has_packed_params(model):
@@ -465,7 +470,7 @@ def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool 
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.
             model = torch.jit.trace(model, tuple(args), check_trace=False)
         if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-            captured = _capture_script(model, args)
+            captured = _capture_script(model, args, optional_inputs)
         else:
             captured = _capture_trace(model, args)
     if autograd_inlining:
@@ -505,6 +510,8 @@ def _nested_nones(args: tuple) -> int:
     """How many Nones sit inside the tuples, lists and dicts of ``args`` (torch.jit._flatten drops them)."""
 
     def count(value) -> int:
+        if _is_named_tuple(value):  # a None field is typed by the NamedTuple (PackedSequence's indices)
+            return sum(count(v) for v in value if v is not None)
         if isinstance(value, (list, tuple)):
             return sum(count(v) for v in value)
         if isinstance(value, dict):
@@ -516,17 +523,52 @@ def _nested_nones(args: tuple) -> int:
 
 def _flat_script_args(args: tuple, arguments: list) -> list:
     """``args`` flattened as the scripted forward's inputs take them: a list given for a List[...]
-    parameter stays one input (a sequence, as legacy feeds it), the rest flatten as torch.jit does."""
+    parameter stays one input (a sequence, as legacy feeds it), a None given for an Optional one
+    stays a None, the rest flatten as torch.jit does."""
     flat = []
     for k, arg in enumerate(args):
         if k < len(arguments) and isinstance(arguments[k].type, torch._C.ListType) and isinstance(arg, list):
             flat.append(list(arg))
+        elif arg is None and k < len(arguments) and isinstance(arguments[k].type, torch._C.OptionalType):
+            flat.append(None)
+        elif _is_named_tuple(arg):
+            flat += _flat_named_tuple(arg)
         else:
             flat += torch.jit._flatten((arg,))[0]
     return flat
 
 
-def _capture_script(model, args: tuple) -> Captured:
+# Where a NamedTuple argument holds None in a field (bound to None once its fields are inputs)
+_NONE_FIELD = object()
+
+
+def _is_named_tuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
+
+
+def _flat_named_tuple(value) -> list:
+    """A NamedTuple's fields flattened as tuple lowering lays them out, its None fields kept."""
+    flat = []
+    for field in value:
+        if field is None:
+            flat.append(_NONE_FIELD)
+        elif _is_named_tuple(field):
+            flat += _flat_named_tuple(field)
+        else:
+            flat += torch.jit._flatten((field,))[0]
+    return flat
+
+
+def _bind_none_fields(graph: torch._C.Graph, inputs: list, flat: list) -> tuple[list, list]:
+    """The inputs of NamedTuple fields given None (a PackedSequence's sorted_indices when its
+    sequences came sorted) bound to None; the other inputs and examples returned, aligned."""
+    kept = [k for k, example in enumerate(flat) if example is not _NONE_FIELD]
+    for k in sorted(set(range(len(flat))) - set(kept), reverse=True):
+        _bind_constant(graph, inputs[k], None)
+    return [inputs[k] for k in kept], [flat[k] for k in kept]
+
+
+def _capture_script(model, args: tuple, optional_inputs: bool = False) -> Captured:
     nones = _nested_nones(args)
     if nones:  # the scripted graph's inputs would no longer line up with args, as in legacy
         raise ValueError(f"args contained {nones} None's after flattening. When exporting a ScriptModule or "
@@ -543,17 +585,20 @@ def _capture_script(model, args: tuple) -> Captured:
         inputs = list(graph.inputs())
     scopes = inline_methods(graph, module) if module is not None else {}
     inline_functions(graph, scopes)
+    dict_outputs_to_tuples(graph)
     written = lower_attribute_writes(graph) if module is not None else set()
     if module is not None:
         tuple_attributes_to_constants(graph, module)
         fold_attribute_reads(graph, module, written)
     schema = model._c._get_method("forward").schema if module is not None else model.schema
     arguments = list(schema.arguments)[len(list(graph.inputs())) - len(inputs):]
-    inputs, args, arguments = _bind_nones(graph, inputs, args, arguments)
+    given = args
+    inputs, args, arguments = _bind_nones(graph, inputs, args, arguments, optional_inputs)
     flat = _flat_script_args(args, arguments)
     while len(inputs) > len(flat) and arguments[len(inputs) - 1].default_value is not None \
             or len(inputs) > len(flat) and _defaults_to_none(arguments[len(inputs) - 1]):
         _bind_default(graph, inputs.pop(), arguments[len(inputs)])
+    _type_given_tuples(inputs, args)
     if len(inputs) != len(flat) and any(isinstance(v.type(), torch._C.TupleType) for v in inputs):
         # tuple arguments (Tuple[Tensor, Tuple[Tensor, Tensor]]) become one graph input per element,
         # as args flatten them (and as legacy lays them out). First fold what the tuple types decide
@@ -567,10 +612,22 @@ def _capture_script(model, args: tuple) -> Captured:
         raise TypeError(
             f"args: the scripted forward takes {len(inputs)} tensor input(s), args flatten to {len(flat)}"
         )
+    inputs, flat = _bind_none_fields(graph, inputs, flat)
     specialize(graph, inputs, flat)
     return Captured(graph=graph, user_inputs=inputs, params=[], module=module, param_names=names,
-                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, args, written),
-                    scopes=scopes)
+                    example_inputs=flat, scripted=True, example_outputs=_example_outputs(model, given, written),
+                    scopes=scopes, optional_inputs=optional_inputs)
+
+
+def _type_given_tuples(inputs: list, args: tuple) -> None:
+    """An ``Optional[Tuple[...]]`` parameter given a tuple is typed as that tuple, so it flattens to
+    one input per element as a ``Tuple`` parameter does (an LSTM's state passed on by a forward:
+    ``hidden: Optional[Tuple[Tensor, Tensor]] = None``), and its ``is None`` tests fold."""
+    for value, arg in zip(inputs, args):
+        jit_type = value.type()
+        if isinstance(arg, tuple) and isinstance(jit_type, torch._C.OptionalType) \
+                and isinstance(jit_type.getElementType(), torch._C.TupleType):
+            value.setType(jit_type.getElementType())
 
 
 def _example_outputs(model, args: tuple, written=()) -> list[tuple[torch.dtype, int] | None]:
@@ -611,17 +668,26 @@ def _defaults_to_none(argument) -> bool:
     return argument.has_default_value() and argument.default_value is None
 
 
-def _bind_nones(graph: torch._C.Graph, inputs: list, args: tuple, arguments: list) -> tuple[list, tuple, list]:
+def _bind_nones(graph: torch._C.Graph, inputs: list, args: tuple, arguments: list,
+                optional_inputs: bool = False) -> tuple[list, tuple, list]:
     """A None passed for an ``Optional`` argument binds it to None, as in a call (legacy refuses
-    any None in a scripted model's args). The other inputs, args and schema arguments are
-    returned, still aligned."""
+    any None in a scripted model's args); with ``optional_inputs``, an ``Optional[Tensor]`` one
+    stays an input (an ONNX optional, tested at runtime). The other inputs, args and schema
+    arguments are returned, still aligned."""
     if len(inputs) != len(args) or not any(a is None for a in args):
         return inputs, args, arguments
     kept = [k for k, (value, arg) in enumerate(zip(inputs, args))
-            if not (arg is None and isinstance(value.type(), torch._C.OptionalType))]
+            if not (arg is None and isinstance(value.type(), torch._C.OptionalType))
+            or optional_inputs and is_optional_tensor(value)]
     for k in sorted(set(range(len(inputs))) - set(kept), reverse=True):
         _bind_constant(graph, inputs[k], None)
     return [inputs[k] for k in kept], tuple(args[k] for k in kept), [arguments[k] for k in kept]
+
+
+def is_optional_tensor(value: torch._C.Value) -> bool:
+    """Whether a scripted graph's input is an ``Optional[Tensor]``."""
+    jit_type = value.type()
+    return isinstance(jit_type, torch._C.OptionalType) and isinstance(jit_type.getElementType(), torch._C.TensorType)
 
 
 def _bind_constant(graph: torch._C.Graph, value: torch._C.Value, constant_value) -> None:

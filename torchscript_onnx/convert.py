@@ -236,12 +236,23 @@ class Converter:
             if examples and k < len(examples) and isinstance(examples[k], list):
                 self.env[jit_value.unique()] = self.add_sequence_input(jit_value, name, examples[k])
                 continue
+            if self.captured.optional_inputs and capture_module.is_optional_tensor(jit_value):
+                self.env[jit_value.unique()] = self.add_optional_input(name, dtype, shape)
+                continue
             self.env[jit_value.unique()] = self.graph.add_input(name, dtype, shape)
         if self.captured.module is not None:
             self_value = next(iter(self.captured.graph.inputs()))
             self.env[self_value.unique()] = Value("self", const=self.captured.module)
         for jit_value, name, tensor in self.captured.params:
             self.env[jit_value.unique()] = self.add_param(name, tensor)
+
+    def add_optional_input(self, name: str, dtype: torch.dtype | None, shape) -> Value:
+        """An ``Optional[Tensor]`` parameter of a scripted forward as an ONNX optional input, as legacy
+        declares it from opset 15, so that whether it holds a tensor is tested at runtime. Given
+        None, its element type is unknown: float (legacy's type for a None output), any rank."""
+        value = self.graph.add_input(name, dtype or torch.float32, shape)
+        value.optional = True
+        return value
 
     def add_sequence_input(self, jit_value: torch._C.Value, name: str, example: list) -> Value:
         """A list argument of a scripted forward (``pad: List[int]``) as one graph input of ONNX
@@ -489,11 +500,14 @@ class Converter:
     def requantize(self, node: torch._C.Node, result: Value) -> Value:
         """An aten op on quantized tensors (its traced output type is quantized): its float result
         quantized as torch quantizes it (``quantized.requantize``)."""
-        dtype = _jit_tensor_info(node.outputsAt(0))[0]
-        if dtype not in _QUANTIZED_VALUES:
-            return result
         from .symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
 
+        dtype = _jit_tensor_info(node.outputsAt(0))[0]
+        if dtype is None and self.captured.scripted and node.inputsSize():  # untyped: known by its input
+            values = quantized.scripted_result_dtype(node.kind(), self.env.get(node.inputsAt(0).unique()))
+            return result if values is None else quantized.requantize(self.ctx, node.kind(), result, values)
+        if dtype not in _QUANTIZED_VALUES:
+            return result
         return quantized.requantize(self.ctx, node.kind(), result, _QUANTIZED_VALUES[dtype])
 
     def _convert_plumbing(self, node: torch._C.Node, fn, inputs: list[Value]) -> bool:
@@ -819,6 +833,7 @@ def _identity(ctx: GraphContext, graph: Graph, value: Value) -> Value:
     leaving a block or graph output that no node of its own graph produces."""
     node = graph.add_node("Identity", "", [value], {}, 1, ctx.scope, ctx.source, ctx.origin)
     node.outputs[0].dtype, node.outputs[0].shape = value.dtype, value.shape
+    node.outputs[0].optional = value.optional  # an ONNX optional graph input returned as it came
     return node.outputs[0]
 
 

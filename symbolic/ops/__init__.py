@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - imported for their registrations, in this order
     embedding,
     indexing,
     creation,
+    distributions,
     linalg,
     joining,
     autograd,

@@ -138,6 +138,32 @@ def size(g, self, dim=None):
     return onnx_ops.size(g, self, axis)
 
 
+@symbolic("aten::stride")
+def stride(g, self, dim=None):
+    """aten::stride(Tensor self) -> int[]; aten::stride.int(Tensor self, int dim) -> int"""
+    # ONNX tensors have no memory layout. A graph input arrives contiguous, so its strides are the
+    # products of the sizes after each dim; a tensor computed in the graph may be a view with other
+    # strides in torch (x.t()), which nothing in ONNX tells.
+    if not any(self is v for v in g.root.graph.inputs):
+        sh.value_error("stride() of a tensor computed in the graph: torch may give it a view's strides, which ONNX "
+                       "tensors do not have; only a graph input's (contiguous) strides are known", self)
+    dims = sh.sizes(self)
+    if dims is None:
+        sh.value_error("stride() needs a tensor of known rank", self)
+    if all(isinstance(d, int) for d in dims):
+        strides = [int(torch.tensor(dims[k + 1:], dtype=torch.int64).prod()) for k in range(len(dims))]
+    else:  # sizes known at runtime: each stride the product of the runtime sizes after its dim
+        shape = g.op("Shape", self)
+        strides = [onnx_ops.reduce(g, "ReduceProd", onnx_ops.slice(g, shape, [0], [k + 1], [len(dims)]), [0], False)
+                   if k + 1 < len(dims) else 1 for k in range(len(dims))]
+    if dim is None:
+        return Value("", const=strides) if all(isinstance(s, int) for s in strides) \
+            else Value("", elements=[s if isinstance(s, Value) else Value("", const=s) for s in strides])
+    axis = sh._get_const(dim, "i", "dim")
+    picked = strides[axis]
+    return picked if isinstance(picked, Value) else Value("", const=picked)
+
+
 def _gather_scalar(g, shape: Value, k: int) -> Value:
     return g.op("Gather", shape, g.constant(k, torch.int64), axis_i=0)
 
@@ -235,6 +261,19 @@ def clone(g, self, memory_format=None):
 def lift_fresh(g, self):
     """aten::lift_fresh(Tensor(a) self) -> Tensor(a)"""
     return self
+
+
+@symbolic("aten::lift")
+def lift(g, self):
+    """aten::lift(Tensor self) -> Tensor: a constant tensor made a graph value, nothing to compute"""
+    return self
+
+
+@symbolic("aten::is_pinned")
+def is_pinned(g, self, device=None):
+    """aten::is_pinned(Tensor self, Device? device=None) -> bool: ONNX tensors are never in pinned
+    (page-locked) memory; the legacy exporter returns nothing here, so code that tests it fails there"""
+    return Value("", const=False)
 
 
 def _python_extreme(g, op_type: str, pick, values: list):

@@ -197,6 +197,25 @@ KEEPS_QUANTIZATION = frozenset(f"aten::{op}" for op in (
     "quantize_per_channel"))
 
 
+# ops whose float result on a quantized input leaves the input's grid, quantized again by torch
+# with the input's scale and zero point
+LEAVES_THE_GRID = frozenset(f"aten::{op}" for op in (
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "upsample_bilinear2d", "leaky_relu", "mean", "gelu"))
+
+
+def scripted_result_dtype(kind: str, input: Value) -> torch.dtype | None:
+    """The integer type of the quantized result of op ``kind`` (one that quantizes its result
+    again: ``FIXED_QPARAMS``, ``LEAVES_THE_GRID``) on ``input``, when ``input`` is a quantized value
+    (a DequantizeLinear's output); else None. A scripted graph does not type its values, so its
+    quantized results are known by their inputs."""
+    node = input.producer if isinstance(input, Value) else None
+    if kind not in FIXED_QPARAMS and kind not in LEAVES_THE_GRID or node is None \
+            or node.op_type != "DequantizeLinear" or len(node.inputs) < 3 or node.inputs[2] is None:
+        return None
+    return node.inputs[2].dtype if node.inputs[2].dtype in (torch.uint8, torch.int8) else None
+
+
 def requantize(g, kind: str, value: Value, dtype: torch.dtype) -> Value:
     """The float result of aten op ``kind`` on quantized input, quantized as torch quantizes it
     (integers of ``dtype``): with the op's fixed scale and zero point, else with its input's."""

@@ -10,8 +10,9 @@ become one Scan per layer and direction whose body is an LSTM step plus the proj
 
 A PackedSequence stays padded here: ``data`` is the time-major padded batch cut to the longest
 sequence, and ``batch_sizes`` is torch's (how many sequences are alive at each step), from which
-the RNN ops get ONNX's ``sequence_lens``. Code that reshapes ``PackedSequence.data`` itself is
-not supported."""
+the RNN ops get ONNX's ``sequence_lens``. A PackedSequence given to a scripted model brings torch's
+packed rows, which the RNN ops unpack into that padded batch (``padded_from_packed``). Code that
+reshapes ``PackedSequence.data`` itself is not supported."""
 
 from __future__ import annotations
 
@@ -22,11 +23,14 @@ from torchscript_onnx.ir import Value
 from torchscript_onnx.lazy import LazyTensor
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-           "_pack_padded_sequence", "_pad_packed_sequence"]
+           "_pack_padded_sequence", "_pad_packed_sequence", "padded_from_packed"]
+
+declare_opset_requirements({("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"): {
+    "a PackedSequence's packed rows (a model argument; ONNX CumSum)": 11}})
 
 # Gate blocks of torch's weights in ONNX order: torch LSTM is i f g o, ONNX i o f c;
 # torch GRU is r z n, ONNX z r h (with linear_before_reset=1, torch's formula for n).
@@ -258,6 +262,8 @@ def _is_list(v) -> bool:
 def _rnn(g, mode: str, args: tuple):
     (input, batch_sizes, states, weights, has_biases, num_layers, dropout, train, bidirectional,
      batch_first) = _parse_rnn_args(mode, args)
+    if batch_sizes is not None and input.rank == 2:  # torch's packed rows: a PackedSequence given to the model
+        input = padded_from_packed(g, input, batch_sizes)
     return generic_rnn(g, mode, input, states, weights, has_biases, num_layers, dropout, train, bidirectional,
                        batch_first, batch_sizes)
 
@@ -364,6 +370,21 @@ def _pack_padded_sequence(g, input, lengths, batch_first):
 
 def _same_length(x: Value, steps: Value) -> bool:
     return sh.is_static(x, 0) and sh.is_static(steps, 0) and x.shape[0] == steps.shape[0]
+
+
+def padded_from_packed(g, data: Value, batch_sizes: Value) -> Value:
+    """torch's packed rows (sum of the lengths, features), step t's batch_sizes[t] rows one block
+    after the other, as the padded batch this module keeps instead (steps, batch, features),
+    zeros past each sequence's end."""
+    if g.opset < 11:
+        sh.needs_opset(11, "a PackedSequence's packed rows (a model argument; ONNX CumSum)", data)
+    sizes = onnx_ops.cast(g, batch_sizes, torch.int64)
+    starts = g.op("Sub", g.op("CumSum", sizes, g.constant(0, torch.int64)), sizes)  # each step's first row
+    positions = int_range(g, g.op("Gather", sizes, g.constant(0, torch.int64), axis_i=0))  # 0 .. batch-1
+    alive = g.op("Less", onnx_ops.unsqueeze(g, positions, [0]), onnx_ops.unsqueeze(g, sizes, [1]))
+    rows = g.op("Add", onnx_ops.unsqueeze(g, starts, [1]), onnx_ops.unsqueeze(g, positions, [0]))
+    padded = g.op("Gather", data, g.op("Where", alive, rows, g.constant(0, torch.int64)), axis_i=0)
+    return g.op("Where", onnx_ops.unsqueeze(g, alive, [2]), padded, g.constant(0, data.dtype))
 
 
 @symbolic("aten::_pad_packed_sequence")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from torchscript_onnx import onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
@@ -157,6 +158,21 @@ def stack(g, tensors, dim=None):
     out = g.op("ConcatFromSequence", tensors, axis_i=int(axis), new_axis_i=1)
     out.dtype = tensors.dtype
     out.shape = None if tensors.shape is None else (None,) * (len(tensors.shape) + 1)
+    return out
+
+
+@symbolic("sequence::split", since=11)
+def split(g, self, split_sizes, dim=None):
+    """split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]: sizes whose
+    count is known only at runtime (a scripted ``List[int]`` input) cut a sequence of pieces"""
+    axis = int(sh.const(dim)) if dim is not None else 0
+    rank = self.rank
+    if rank is not None and axis < 0:
+        axis += rank
+    sizes = g.op("ConcatFromSequence", split_sizes, axis_i=0, new_axis_i=1)
+    out = _seq(g.op("SplitToSequence", self, onnx_ops.cast(g, sizes, torch.int64), axis_i=axis), self)
+    if self.shape is not None:
+        out.shape = tuple(None if k == axis else d for k, d in enumerate(self.shape))
     return out
 
 

@@ -157,6 +157,10 @@ CASES = [
     Case("uniform_inplace", lambda x: x.clone().uniform_(-1, 1), f32(2, 3), check_values=False),
     Case("multinomial", lambda x: torch.multinomial(torch.softmax(x, 1), 4, True), f32(2, 5), check_values=False),
     Case("multinomial_1d", lambda x: torch.multinomial(x.abs() + 0.1, 1), f32(5), check_values=False),
+    Case("standard_gamma", lambda x: torch._standard_gamma(x.abs() + 0.2), f32(2, 3), check_values=False,
+         min_opset=9),
+    Case("sample_dirichlet", lambda x: torch._sample_dirichlet(x.abs() + 0.2), f32(2, 3), check_values=False,
+         min_opset=9),
     # a sample as the second operand of the next op: its dtype must be known without a traced type
     Case("rand_operand", lambda x: x + torch.rand(2, 3), f32(2, 3), check_values=False),
     Case("randn_like_operand", lambda x: x * torch.randn_like(x), f32(2, 3), check_values=False),

@@ -47,6 +47,7 @@ CASES = [
     Case("reshape_empty", lambda x: x[:0].reshape(0, 2, 6), _x(2, 3, 4), opsets=(14,)),
     Case("reshape_as", lambda x, y: x.reshape_as(y), lambda: (torch.randn(2, 6), torch.randn(3, 4))),
     Case("shape_as_tensor", lambda x: torch._shape_as_tensor(x) + 0, _x(2, 3)),
+    Case("stride", lambda x: x * x.stride(0) - x.stride(1) + x.stride()[2], _x(2, 3, 4)),  # scripted: aten::stride
     Case("reshape_from_tensor", lambda x: torch._reshape_from_tensor(x, torch._shape_as_tensor(x[0].t())), _x(1, 3, 4)),
     *typed("squeeze", lambda x: x.view(2, 1, 12, 1).squeeze(), opsets=(13,)),
     Case("squeeze_dim", lambda x: x.squeeze(1), _x(2, 1, 3)),

@@ -161,11 +161,67 @@ def inline_functions(graph: torch._C.Graph, scopes: dict) -> None:
 def specialize(graph: torch._C.Graph, inputs: list, examples: list) -> None:
     """Stamp each tensor input's dtype and rank (not its sizes, which may be dynamic) from the
     example args, then fold what that decides: ``x.dim() == 3`` checks, ``is None`` on values that
-    are not Optional, and the branches they guard (nn.LSTM's argument checks and tuple branches)."""
+    are not Optional, ``isinstance`` tests the static types answer, and the branches they guard
+    (nn.LSTM's argument checks and tuple branches, pack_padded_sequence's lengths)."""
     for value, example in zip(inputs, examples):
         if isinstance(example, torch.Tensor) and isinstance(value.type(), torch._C.TensorType):
             typed = torch._C.TensorType.create_from_tensor(example)
             value.setType(typed.with_sizes([None] * example.dim()))
+    fold_isinstance(graph)
     torch._C._jit_pass_peephole(graph, True)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_dce(graph)
+
+
+# Static types that say nothing about which of several types a value holds at runtime.
+_OPEN_TYPES = ("OptionalType", "UnionType", "AnyType", "InterfaceType", "AnyClassType", "AnyListType",
+               "AnyTupleType", "AnyEnumType")
+
+
+def fold_isinstance(graph: torch._C.Graph) -> int:
+    """Each ``isinstance(x, T)`` whose answer the static type of ``x`` decides becomes a constant.
+
+    An inlined function with a Union parameter keeps its test after the call site fixed the type
+    (``pack_padded_sequence(x, lengths)`` with a Tensor ``lengths``: ``isinstance(lengths, Tensor)``),
+    and ONNX has no type test; constant propagation then drops the branch not taken. A value of
+    static type S is an instance of T when S is a subtype of T, and cannot be one when S is a
+    closed type (no Optional, Union, Any or interface) of which T is no subtype. Returns how many
+    tests were folded."""
+    folded = 0
+    for node in iter_nodes(graph):
+        if node.kind() != "prim::isinstance":
+            continue
+        static = node.inputsAt(0).type()
+        candidates = node.tys("types")
+        if any(static.isSubtypeOf(t) for t in candidates):
+            answer = True
+        elif static.kind() not in _OPEN_TYPES and not any(t.isSubtypeOf(static) for t in candidates):
+            answer = False
+        else:
+            continue
+        with graph.insert_point_guard(node):
+            constant = graph.insertConstant(answer)
+        node.outputsAt(0).replaceAllUsesWith(constant)
+        node.destroy()
+        folded += 1
+    return folded
+
+
+def dict_outputs_to_tuples(graph: torch._C.Graph) -> int:
+    """A dict the scripted forward returns (``{"logits": x, "loss": y}``) becomes a tuple of its
+    values in insertion order, which tuple lowering flattens into one output each, as tracing
+    flattens a returned dict. Returns how many dicts were replaced."""
+    replaced = 0
+    for k, output in enumerate(list(graph.outputs())):
+        node = output.node()
+        if node.kind() != "prim::DictConstruct" or len(output.uses()) != 1:
+            continue
+        values = list(node.inputs())[1::2]
+        with graph.insert_point_guard(graph.return_node()):
+            construct = graph.create("prim::TupleConstruct", values, 1)
+            construct.output().setType(torch._C.TupleType([v.type() for v in values]))
+            items = graph.insertNode(construct).output()
+        graph.return_node().replaceInput(k, items)
+        node.destroy()
+        replaced += 1
+    return replaced
