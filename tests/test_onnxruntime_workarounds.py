@@ -10,6 +10,8 @@ traced size and at others.
 from __future__ import annotations
 
 import io
+import pathlib
+import re
 
 import numpy as np
 import onnx
@@ -165,3 +167,58 @@ DILATED_CEIL_CASES = [
 @pytest.mark.parametrize("case, opset", params(DILATED_CEIL_CASES))
 def test_dilated_ceil_mode_pooling_loads(case, opset):
     run_case(case, opset)
+
+
+# ---------------------------------------------------------------------------------------------
+# OneHot with a depth of 0: onnxruntime fails ("Depth is negative"). The one-hot masks of the
+# scatter reductions compare positions with a Range of slot numbers instead (opset 11 on).
+
+
+@pytest.mark.xfail(strict=True, reason="onnxruntime's OneHot refuses a depth of 0")
+def test_canary_one_hot_of_depth_zero():
+    depth = helper.make_tensor("depth", TensorProto.INT64, [], [0])
+    values = helper.make_tensor("values", TensorProto.FLOAT, [2], [0.0, 1.0])
+    node = helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=-1)
+    graph = helper.make_graph([node], "one_hot", [helper.make_tensor_value_info("i", TensorProto.INT64, [2, 0])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[depth, values])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]).SerializeToString()
+    (got,) = run_onnxruntime(model, [np.zeros((2, 0), dtype=np.int64)])
+    assert got.shape == (2, 0, 0)
+
+
+def _scatter_inputs(columns: int):
+    return (torch.randn(2, columns), torch.randint(0, max(columns, 1), (2, columns)), torch.randn(2, columns))
+
+
+ONE_HOT_CASES = [
+    Case("scatter_add_into_an_empty_dim", lambda x, i, s: x.scatter_add(1, i, s), lambda: _scatter_inputs(3),
+         min_opset=11, other_inputs=lambda: [_scatter_inputs(0), _scatter_inputs(5)],
+         export_options={"input_names": ["x", "i", "s"],
+                         "dynamic_axes": {"x": {1: "n"}, "i": {1: "n"}, "s": {1: "n"}}}),
+]
+
+
+@pytest.mark.parametrize("case, opset", params(ONE_HOT_CASES))
+def test_scatter_reduction_over_an_empty_dim(case, opset):
+    run_case(case, opset)
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/onnxruntime_workarounds.md names a test for each workaround: those names must exist.
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TEST_REFERENCE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
+
+
+def test_the_workarounds_page_names_existing_tests():
+    """Each ``tests/file.py::name`` on the page is a test function or a case name in that file."""
+    page = (ROOT / "docs" / "onnxruntime_workarounds.md").read_text()
+    references = TEST_REFERENCE.findall(page)
+    assert len(references) >= 20
+    missing = []
+    for path, name in references:
+        source = (ROOT / path).read_text() if (ROOT / path).is_file() else ""
+        if f"def {name}(" not in source and f'"{name}"' not in source:
+            missing.append(f"{path}::{name}")
+    assert not missing, f"the page names tests that do not exist: {missing}"
