@@ -480,9 +480,14 @@ def _slice(node: Node) -> None:
     else:
         starts, ends = _const_ints(_input(node, 1)), _const_ints(_input(node, 2))
         axes, steps = _const_ints(_input(node, 3)), _const_ints(_input(node, 4))
-    if starts is None or ends is None or (len(node.inputs) > 3 and node.inputs[3] is not None and axes is None) \
-            or (len(node.inputs) > 4 and node.inputs[4] is not None and steps is None):
+    has_axes, has_steps = (len(node.inputs) > k and node.inputs[k] is not None for k in (3, 4))
+    bounds_known = starts is not None and ends is not None
+    if (has_axes and axes is None) or (has_steps and steps is None) or (not bounds_known and axes is None):
         _set(node, 0, x.dtype, (None,) * len(x.shape))
+        return
+    if not bounds_known:  # runtime bounds on known axes: the other axes keep their sizes
+        sliced = {_normalize_axis(a, len(x.shape)) for a in axes}
+        _set(node, 0, x.dtype, tuple(None if k in sliced else d for k, d in enumerate(x.shape)))
         return
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)

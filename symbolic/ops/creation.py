@@ -217,11 +217,7 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
     if sh.UNKNOWN not in bounds:
         return g.constant(torch.arange(*bounds, dtype=dtype))
     if g.opset >= 11:
-        # Range computes in one type: integers when every bound is, else float64 (cast at the end).
-        compute = dtype if integral and dtype in (torch.int16, torch.int32, torch.int64) else \
-            torch.int64 if integral else torch.float64
-        parts = [_scalar(g, v, compute) for v in (start, end, step)]
-        return onnx_ops.cast(g, g.op("Range", *parts), dtype)
+        return _runtime_range(g, start, end, step, integral, dtype)
     if g.opset < 9:
         sh.needs_opset(9, "bounds known only at runtime", start)
     # No Range before opset 11: NonZero over ceil((end - start) / step) ones numbers 0..n-1.
@@ -230,12 +226,74 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
         ones_ = g.op("ConstantOfShape", onnx_ops.unsqueeze(g, count, [0]), value_t=torch.tensor([1]))
         return onnx_ops.cast(g, onnx_ops.squeeze(g, g.op("NonZero", ones_), [0]), dtype)
     first, last, delta = (_scalar(g, v, torch.float64) for v in (start, end, step))
-    count = g.op("Ceil", g.op("Div", g.op("Sub", last, first), delta))
-    count = onnx_ops.cast(g, g.op("Max", count, g.constant(0.0, torch.float64)), torch.int64)
-    ones_ = g.op("ConstantOfShape", onnx_ops.unsqueeze(g, count, [0]), value_t=torch.tensor([1], dtype=torch.int64))
+    ones_ = g.op("ConstantOfShape", onnx_ops.unsqueeze(g, _range_count(g, first, last, delta), [0]),
+                 value_t=torch.tensor([1], dtype=torch.int64))
     index = onnx_ops.squeeze(g, g.op("NonZero", ones_), [0])
     values = g.op("Add", g.op("Mul", onnx_ops.cast(g, index, torch.float64), delta), first)
     return onnx_ops.cast(g, values, dtype)
+
+
+def _runtime_range(g, start, end, step, integral: bool, dtype: torch.dtype) -> Value:
+    """arange with runtime bounds (opset 11+), built so that onnxruntime's optimizer keeps it right.
+
+    onnxruntime rewrites a Range whose only consumer is a Gather's indices into a Slice(start, end,
+    step) (GatherToSliceFusion, ORT_ENABLE_EXTENDED and above, so on by default), and Slice reads a
+    negative bound as counted from the end: arange(n - 1, -1, -1) then selects nothing, and so does
+    arange(-n, 0). So an integer Range starts at a bound that cannot be negative and steps up; any
+    other range is start + Range(0, end - start, step), or start - Range(0, start - end, -step)
+    (a Range that feeds an Add or Sub, never a Gather). Float ranges cannot be indices: only their
+    step is kept positive. docs/onnxruntime_workarounds.md lists this with its test.
+    """
+    stride = _number(step)
+    if isinstance(stride, (int, float)) and stride > 0 and (not integral or _never_negative(start)):
+        # Range computes in one type: integers when every bound is, else float64 (cast at the end).
+        compute = dtype if integral and dtype in (torch.int16, torch.int32, torch.int64) else \
+            torch.int64 if integral else torch.float64
+        parts = [_scalar(g, v, compute) for v in (start, end, step)]
+        return onnx_ops.cast(g, g.op("Range", *parts), dtype)
+    compute = torch.int64 if integral else torch.float64
+    first, last = _scalar(g, start, compute), _scalar(g, end, compute)
+    zero = g.constant(0, compute)
+    if isinstance(stride, (int, float)):
+        ascending = stride > 0
+        span = g.op("Sub", last, first) if ascending else g.op("Sub", first, last)
+        offsets = g.op("Range", zero, span, g.constant(abs(stride), compute))
+        return onnx_ops.cast(g, g.op("Add" if ascending else "Sub", first, offsets), dtype)
+    # a runtime step, of either sign: start + step * [0, 1, ..., count - 1]
+    delta = _scalar(g, step, compute)
+    wide = [_scalar(g, v, torch.float64) for v in (start, end, step)]
+    index = g.op("Range", g.constant(0, torch.int64), _range_count(g, *wide), g.constant(1, torch.int64))
+    offsets = g.op("Mul", onnx_ops.cast(g, index, compute), delta)
+    return onnx_ops.cast(g, g.op("Add", first, offsets), dtype)
+
+
+def _range_count(g, first: Value, last: Value, delta: Value) -> Value:
+    """max(0, ceil((last - first) / delta)) as int64, from float64 bounds (exact for any realistic size)."""
+    count = g.op("Ceil", g.op("Div", g.op("Sub", last, first), delta))
+    return onnx_ops.cast(g, g.op("Max", count, g.constant(0.0, torch.float64)), torch.int64)
+
+
+# Ops whose output is a part or a copy of their first input: never negative when that input is not.
+_SAME_SIGN_OPS = ("Gather", "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity", "Cast")
+
+
+def _never_negative(v, depth: int = 8) -> bool:
+    """True when ``v`` cannot be negative: a constant >= 0, a size, or sums and products of those."""
+    raw = _number(v)
+    if raw is not sh.UNKNOWN:
+        return isinstance(raw, (int, float)) and raw >= 0
+    if not isinstance(v, Value) or v.producer is None or depth == 0:
+        return isinstance(v, Value) and v.sym is not None
+    node = v.producer
+    if v.sym is not None or node.op_type in ("Shape", "Size"):
+        return True
+    if node.op_type in _SAME_SIGN_OPS:
+        return _never_negative(node.inputs[0], depth - 1)
+    if node.op_type in ("Add", "Mul", "Div", "Min"):
+        return all(_never_negative(x, depth - 1) for x in node.inputs)
+    if node.op_type == "Max":
+        return any(_never_negative(x, depth - 1) for x in node.inputs)
+    return False
 
 
 def _truncated(g, v):
@@ -293,10 +351,7 @@ def __range_length(g, lo, hi, step):
     bounds = [_number(v) for v in (lo, hi, step)]
     if sh.UNKNOWN not in bounds:
         return Value("", const=len(range(*(int(b) for b in bounds))))
-    # max(0, ceil((hi - lo) / step)), exact in float64 for any realistic size
-    first, last, delta = (_scalar(g, v, torch.float64) for v in (lo, hi, step))
-    count = g.op("Ceil", g.op("Div", g.op("Sub", last, first), delta))
-    return onnx_ops.cast(g, g.op("Max", count, g.constant(0.0, torch.float64)), torch.int64)
+    return _range_count(g, *(_scalar(g, v, torch.float64) for v in (lo, hi, step)))
 
 
 @symbolic("aten::__derive_index")

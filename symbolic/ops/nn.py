@@ -235,17 +235,65 @@ def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: i
             sh.needs_opset(10, "dilation > 1")
         attrs["dilations_i"] = dilation
     if ceil_mode:
-        if sh.static_sizes(input) is None and g.opset >= 10:
+        ceil_pads = None if sh.static_sizes(input) is None and g.opset >= 10 else \
+            ceil_mode_pads(input, kernel, stride, pads, dilation)
+        # onnxruntime refuses a pad as long as the kernel, which the ceil-mode tail of a dilated
+        # kernel can need (without dilation it stays shorter): ONNX's own ceil mode then (opset 10+,
+        # as dilation is)
+        if ceil_pads is None or any(end >= k for end, k in zip(ceil_pads[n:], kernel)):
             attrs["ceil_mode_i"] = 1
         else:
-            pads = ceil_mode_pads(input, kernel, stride, pads, dilation)
+            pads = ceil_pads
     attrs["pads_i"] = pads
     return attrs
 
 
+def cut_to_torch_windows(g, outputs, input: Value, attrs: dict, padding: list[int], by_hand: bool) -> list:
+    """Cut pooled ``outputs`` to torch's ceil-mode window count along the dims where ONNX may count more.
+
+    torch drops a last window that would start in the right padding: it keeps ceil((size + pad) /
+    stride) windows. ONNX's ceil mode drops it from opset 22 on (onnxruntime at every opset, which
+    the spec before 22 does not ask for); padding added ``by_hand`` (a Pad node before the pool) is
+    input to ONNX, which keeps such windows at every opset. A static dim is cut where the counts
+    differ; a dim known only at runtime computes the count in the graph wherever a window can
+    start in the padding (padding + stride longer than the dilated kernel).
+    """
+    n = len(padding)
+    exact = "ceil_mode_i" not in attrs or g.opset >= 22  # ONNX counts as torch with its own pads
+    sizes = sh.sizes(input)[2:] if input.shape is not None else [None] * n
+    dilation = attrs.get("dilations_i") or [1] * n
+    axes, ends = [], []
+    spec = list(outputs[0].shape) if outputs[0].shape is not None else None
+    for axis, (size, k, s, d, p) in enumerate(zip(sizes, attrs["kernel_shape_i"], attrs["strides_i"], dilation,
+                                                   padding)):
+        if exact and not (by_hand and p):
+            continue
+        extent = d * (k - 1) + 1
+        if isinstance(size, int):
+            keep, count = -(-(size + p) // s), -(-(size + 2 * p - extent) // s) + 1
+            if spec is not None:
+                spec[axis + 2] = count
+            if keep < count:
+                axes.append(axis + 2)
+                ends.append(keep)
+        elif p + s > extent:
+            length = g.op("Add", onnx_ops.size(g, input, axis + 2), g.constant(p + s - 1, torch.int64))
+            axes.append(axis + 2)
+            ends.append(g.op("Div", length, g.constant(s, torch.int64)))
+    if not axes:
+        return list(outputs)
+    if not exact and spec is not None:
+        # the pooled shape as the spec before opset 22 counts it (onnxruntime computes torch's
+        # count anyway), so that onnx.checker's shape inference agrees with the file
+        for v in outputs:
+            v.shape = tuple(spec)
+    return [onnx_ops.slice(g, v, axes, [0] * len(axes), ends) for v in outputs]
+
+
 def _max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
     attrs = pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n)
-    return g.op("MaxPool", input, **attrs)
+    out = g.op("MaxPool", input, **attrs)
+    return cut_to_torch_windows(g, [out], input, attrs, _expand_list(padding, n), by_hand=False)[0]
 
 
 def _max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
@@ -257,6 +305,7 @@ def _max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, cei
     # index of each plane's first element (a 1x1 MaxPool returns every element's own index).
     _, own = g.op("MaxPool", input, outputs=2, kernel_shape_i=[1] * n, strides_i=[1] * n)
     first = onnx_ops.slice(g, own, list(range(2, 2 + n)), [0] * n, [1] * n)
+    values, indices = cut_to_torch_windows(g, [values, indices], input, attrs, _expand_list(padding, n), by_hand=False)
     return values, g.op("Sub", indices, first)
 
 
@@ -316,27 +365,14 @@ def _avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_p
         # Extra end padding would be counted; pad explicitly with zeros (counted, like torch's
         # padding) and let ceil-mode windows be clipped with count_include_pad=0.
         padding = _expand_list(padding, n)
-        sizes = sh.sizes(input)[2:] if input.shape is not None else None
-        if any(padding):
-            input = onnx_ops.pad(g, input, [0, 0] + padding + [0, 0] + padding, "constant", 0.0)
-        attrs = pool_attrs(g, input, kernel_size, stride, [0] * n, [1] * n, ceil_mode, n)
-        out = g.op("AveragePool", input, count_include_pad_i=0, **attrs)
-        # torch drops a last window that would start in the right padding; ONNX, seeing the
-        # padding as input, keeps it: cut it off (static sizes; dynamic ones keep ONNX's count)
-        if sizes is None or not all(isinstance(d, int) for d in sizes) or not any(padding):
-            return out
-        kernels, strides = attrs["kernel_shape_i"], attrs["strides_i"]
-        axes, ends = [], []
-        for axis, (size, k, s_, p) in enumerate(zip(sizes, kernels, strides, padding)):
-            torch_count = -(-(size + 2 * p - k) // s_) + 1
-            if (torch_count - 1) * s_ >= size + p:
-                torch_count -= 1
-            if torch_count < -(-(size + 2 * p - k) // s_) + 1:
-                axes.append(axis + 2)
-                ends.append(torch_count)
-        return onnx_ops.slice(g, out, axes, [0] * len(axes), ends) if axes else out
+        padded = onnx_ops.pad(g, input, [0, 0] + padding + [0, 0] + padding, "constant", 0.0) \
+            if any(padding) else input
+        attrs = pool_attrs(g, padded, kernel_size, stride, [0] * n, [1] * n, ceil_mode, n)
+        out = g.op("AveragePool", padded, count_include_pad_i=0, **attrs)
+        return cut_to_torch_windows(g, [out], input, attrs, padding, by_hand=True)[0]
     attrs = pool_attrs(g, input, kernel_size, stride, padding, [1] * n, ceil_mode, n)
-    return g.op("AveragePool", input, count_include_pad_i=int(count_include_pad), **attrs)
+    out = g.op("AveragePool", input, count_include_pad_i=int(count_include_pad), **attrs)
+    return cut_to_torch_windows(g, [out], input, attrs, _expand_list(padding, n), by_hand=False)[0]
 
 
 def _avg_pool_divisor(g, input, kernel_size, stride, padding, ceil_mode, divisor, n):
