@@ -281,7 +281,7 @@ class UnderNoGrad(nn.Module):
 
 @pytest.mark.parametrize("model", [Undecorated(), UnderNoGrad()], ids=["undecorated", "torch.no_grad"])
 def test_python_numbers_by_keyword_stay_inputs_where_legacy_makes_them_inputs(model):
-    """A forward that is not under transformers' decorators binds keyword arguments by position, as
+    """A forward under no decorator, or under torch's own, binds keyword arguments by position, as
     legacy does: a float given by keyword and used in arithmetic is a (double) graph input there,
     and stays one here."""
     x, mask = _x()

@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -173,11 +174,12 @@ def normalize_args(model, args, kwargs) -> tuple:
     positional ones take their value from it or their default, so the traced positional list
     matches the forward signature (legacy fills defaults even without a trailing dict).
 
-    A forward under one of transformers' decorators fills parameters itself (``use_cache`` from
-    its config), and a value bound by position then clashes with it ("got multiple values for
-    argument"): its keyword arguments are passed by keyword, as eager takes them, and no default
+    A forward under a decorator may fill parameters itself (transformers' pass ``use_cache`` from
+    the model's config), and a value bound by position then clashes with it ("got multiple values
+    for argument"): its keyword arguments are passed by keyword, as eager takes them, and no default
     is filled. Keyword values without a tensor are then fixed at capture (``_TracedCall``). Other
-    forwards, decorated or not, keep the legacy rule: a number given by keyword is a graph input."""
+    forwards, and those under torch's own decorators (``torch.no_grad()``, ...), keep the legacy
+    rule: a number given by keyword is a graph input."""
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs:
@@ -201,7 +203,7 @@ def normalize_args(model, args, kwargs) -> tuple:
         # parameter args gives
         given = [k for k, p in enumerate(fill) if p.name in named]
         fill = fill[:given[-1] + 1] if given else []
-    decorated = not scripted and hf_cache.fills_parameters_itself(forward)
+    decorated = not scripted and _wrapper_fills_parameters(forward)
     used = set()
     for p in [] if decorated else fill:
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
@@ -226,6 +228,20 @@ def normalize_args(model, args, kwargs) -> tuple:
         return call
     _check_arity(model, tuple(positional))
     return tuple(positional)
+
+
+def _wrapper_fills_parameters(forward) -> bool:
+    """Whether ``forward`` is wrapped by a decorator that is not torch's own: such a wrapper (as
+    transformers' ``merge_with_config_defaults``) may pass parameters by keyword itself, which a
+    value bound by position would clash with. torch's decorators (``torch.no_grad()``,
+    ``torch.inference_mode()``, ...) pass every argument through as given."""
+    function = getattr(forward, "__func__", forward)
+    code = getattr(function, "__code__", None)
+    return (code is not None and hasattr(function, "__wrapped__")
+            and not code.co_filename.startswith(_TORCH_PACKAGE))
+
+
+_TORCH_PACKAGE = os.path.dirname(torch.__file__) + os.sep
 
 
 def forward_signature(model) -> inspect.Signature | None:

@@ -22,7 +22,6 @@ transformers is not a dependency, and nothing here imports it: a cache object ex
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 
@@ -43,17 +42,6 @@ _WHAT_TO_PASS_FOR_OUTPUTS = ("pass the model an empty cache of plain layers to f
                              "past_key_values=transformers.DynamicCache() (an EncoderDecoderCache(DynamicCache(), "
                              "DynamicCache()) for an encoder-decoder model), or export without a cache "
                              "(use_cache=False)")
-
-
-def fills_parameters_itself(forward) -> bool:
-    """Whether ``forward`` is wrapped by one of transformers' decorators, which pass parameters the
-    model's config decides (``use_cache``, ``return_dict``, ...) by keyword themselves, so a value
-    bound to such a parameter by position clashes with theirs ("got multiple values for argument").
-    Other decorators (``torch.no_grad()``, ...) keep the legacy binding."""
-    function = getattr(forward, "__func__", forward)
-    code = getattr(function, "__code__", None)
-    return (code is not None and hasattr(function, "__wrapped__")
-            and f"{os.sep}transformers{os.sep}" in code.co_filename)
 
 
 def _cache_utils():
