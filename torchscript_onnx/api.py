@@ -223,7 +223,7 @@ def _conversion_options(model, options: ExportOptions) -> ExportOptions:
 
 def _exports_training(model, mode: TrainingMode) -> bool:
     if mode == TrainingMode.PRESERVE:
-        return isinstance(model, torch.nn.Module) and model.training
+        return isinstance(model, torch.nn.Module) and getattr(model, "training", False)
     return mode == TrainingMode.TRAINING
 
 

@@ -41,6 +41,8 @@ class GraphContext:
     # id(tensor) -> state_dict key, for parameters reached through attributes (scripted modules)
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)
     _params: dict[int, Value] = dataclasses.field(default_factory=dict)
+    # ids of the graph constants materialize() made initializers (legacy keeps them as Constant nodes)
+    constant_initializers: set[int] = dataclasses.field(default_factory=set)
     # Set inside If/Loop bodies: the context of the enclosing graph.
     parent: GraphContext | None = None
     # The converter's side of control flow (convert.Converter sets it): converting a JIT block, as a
@@ -197,6 +199,7 @@ class GraphContext:
             name = self.graph.value_names.fresh(f"onnx::{value.name or 'Constant'}")
             self.graph.initializers[name] = tensor
             value.name, value.is_param = name, True
+            self.constant_initializers.add(id(value))
         value.dtype, value.shape = tensor.dtype, tuple(tensor.shape)
         if not isinstance(value.const, torch.Tensor):
             value.const = tensor
