@@ -59,8 +59,10 @@ class Exported:
 
 def _check_model(model) -> None:
     if isinstance(model, torch.nn.DataParallel):
+        # legacy's words, which programs written for it may look for
         raise ValueError(
-            "model is a torch.nn.DataParallel wrapper, which ONNX cannot express; export model.module instead"
+            "torch.nn.DataParallel is not supported by ONNX exporter, please use 'attribute' module to "
+            "unwrap model from torch.nn.DataParallel. Try torch.onnx.export(model.module, ...)"
         )
     if isinstance(model, (torch.nn.Module, torch.jit.ScriptFunction)):
         return
