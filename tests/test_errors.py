@@ -48,7 +48,7 @@ def _x():
 VALIDATION_ERRORS = [
     ("model-int", dict(model=42), TypeError, "model", True),
     ("model-class", dict(model=torch.nn.Linear), TypeError, "model", True),
-    ("model-dataparallel", dict(model="dataparallel"), ValueError, "model", True),
+    ("model-dataparallel", dict(model="dataparallel"), ValueError, "Try torch.onnx.export(model.module, ...)", True),
     ("model-exported-program", dict(model="exported-program"), TypeError, "model", True),
     ("args-object", dict(args=object()), TypeError, "args", True),
     ("args-nested-object", dict(args=(_x(), [object()])), TypeError, "args[1][0]", True),
@@ -390,3 +390,17 @@ def test_errors_survive_pickling():
         tso.unregister_custom_op_symbolic("aten::linear", 7)
     copy = pickle.loads(pickle.dumps(symbolic.value))
     assert str(copy) == str(symbolic.value) and copy.node == "aten::linear"
+
+
+def test_dataparallel_gets_legacys_error():
+    """The error type and words of the legacy exporter, which tell to export ``model.module``."""
+    model = torch.nn.DataParallel(Counting())
+    with pytest.raises(ValueError) as ours:
+        tso.export(model, (_x(),), io.BytesIO())
+    assert model.module.calls == 0
+    if not hasattr(torch.onnx, "utils"):
+        assert "torch.onnx.export(model.module, ...)" in str(ours.value)
+        return  # no legacy exporter in this torch to compare with
+    with pytest.raises(Exception) as legacy:
+        torch.onnx.export(model, (_x(),), io.BytesIO(), dynamo=False)
+    assert type(ours.value) is type(legacy.value) and str(ours.value) == str(legacy.value)

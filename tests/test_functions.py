@@ -158,6 +158,159 @@ def test_classes_not_in_the_model_change_nothing():
     assert not chosen.functions
 
 
+# -- the functions legacy emits ---------------------------------------------------------------------
+
+
+class Scale(torch.nn.Module):
+    factor: float
+
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class Scales(torch.nn.Module):
+    """One class called three times with two attribute values: one function, its constant an
+    attribute (legacy: inferred::Constant_value)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = Scale(2.0), Scale(3.0), Scale(2.0)
+
+    def forward(self, x):
+        return self.c(self.b(self.a(x)))
+
+
+class Norms(torch.nn.Module):
+    """LayerNorms differing in eps (one function, epsilon an attribute) and in having weights
+    (a second function, legacy's LayerNorm.1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.n1, self.n2 = torch.nn.LayerNorm(4), torch.nn.LayerNorm(4, eps=1e-3)
+        self.n3 = torch.nn.LayerNorm(4, elementwise_affine=False)
+
+    def forward(self, x):
+        return self.n3(self.n2(self.n1(x)))
+
+
+class PreNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.lin, self.act = torch.nn.LayerNorm(4), torch.nn.Linear(4, 4), torch.nn.GELU()
+
+    def forward(self, x):
+        return x + self.act(self.lin(self.norm(x)))
+
+
+class Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks, self.head = torch.nn.Sequential(PreNorm(), PreNorm()), torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+class ConvBn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(4, 4, 1, stride=2), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn(self.c2(torch.relu(self.c1(x))))
+
+
+def _encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+LN, LINEAR, ENCODER_LAYER = torch.nn.LayerNorm, torch.nn.Linear, torch.nn.TransformerEncoderLayer
+# (case, model, inputs, selection, whether legacy's layers share values)
+LEGACY_CASES = [
+    ("layernorm-variants", Norms, lambda: (_x(2, 4),), {LN}, False),
+    ("layernorm-variants-all", Norms, lambda: (_x(2, 4),), True, False),
+    ("one-class-two-attribute-values", Scales, lambda: (_x(2, 4),), {Scale}, False),
+    ("nested-outer", Nested, lambda: (_x(2, 4),), {PreNorm}, False),
+    ("nested-outer-and-inner", Nested, lambda: (_x(2, 4),), {PreNorm, LINEAR}, False),
+    ("nested-all", Nested, lambda: (_x(2, 4),), True, False),
+    ("conv-all", ConvBn, lambda: (_x(1, 3, 8, 8),), True, False),
+    ("conv", ConvBn, lambda: (_x(1, 3, 8, 8),), {torch.nn.Conv2d}, False),
+    # a ModuleList's children: the tracer scopes them "layers.0" under the encoder
+    ("encoder-layernorm", _encoder, lambda: (_x(5, 2, 8),), {LN}, False),
+    ("encoder-layers", _encoder, lambda: (_x(5, 2, 8),), {ENCODER_LAYER, LN}, True),
+    ("encoder-all", _encoder, lambda: (_x(5, 2, 8),), True, True),
+]
+
+
+def _layout(proto, dropped=frozenset(), variants_merged=False):
+    """(domain, class name, attribute names) of each function and of the calls of the graph and of
+    the functions, with the attribute names in ``dropped`` left out. A variant (``LayerNorm.1``)
+    counts under its class name: which variant legacy names ``.1`` follows its hash order, not the
+    model. With ``variants_merged``, a class's variants count once."""
+    def name(n):
+        base, _, suffix = n.rpartition(".")
+        return base if suffix.isdigit() else n
+
+    functions, bodies = [], {}
+    for f in proto.functions:
+        key = (f.domain, name(f.name), tuple(sorted(set(f.attribute) - dropped)))
+        if not variants_merged or key not in bodies:
+            functions.append(key)
+            bodies[key] = f
+    calls = sorted((n.domain, name(n.op_type), sorted({a.name for a in n.attribute} - dropped))
+                   for nodes in [proto.graph.node, *(f.node for f in bodies.values())] for n in nodes if n.domain)
+    return sorted(functions), calls
+
+
+def _weight_attributes(proto) -> set[str]:
+    """Names of the call attributes that hold weights: legacy copies each module's weights into
+    its call nodes (weight, bias, and inferred::Linear_weight where two calls' weights differ);
+    here the weights are only the functions' inputs, not a second copy in the file. A constant's
+    value (inferred::Constant_value) is graph content: both record it."""
+    return {a.name for nodes in [proto.graph.node, *(f.node for f in proto.functions)] for n in nodes if n.domain
+            for a in n.attribute if a.type == onnx.AttributeProto.TENSOR and not a.name.startswith("inferred::Constant")}
+
+
+@pytest.mark.parametrize(("case", "model", "inputs", "selection", "shared"), LEGACY_CASES,
+                         ids=[c[0] for c in LEGACY_CASES])
+def test_the_functions_legacy_emits(case, model, inputs, selection, shared):
+    args = inputs()
+    torch.manual_seed(0)
+    ours = tso.export(model().eval(), args, opset_version=17, export_modules_as_functions=selection)
+    names = [f.name for f in ours.functions]
+    assert names and len(names) == len(set(names))
+    verify(model().eval(), args, opset_version=17, export_modules_as_functions=selection)
+    if shared:  # two identical layers: one function for both
+        assert "TransformerEncoderLayer.1" not in names and "TransformerEncoderLayer" in names
+    if not hasattr(torch.onnx, "utils"):
+        return  # no legacy exporter in this torch to compare with
+    torch.manual_seed(0)  # a fresh model: legacy leaves its forward hooks on the one it exports
+    legacy = _legacy(model().eval(), args, opset_version=17, export_modules_as_functions=selection)
+    # Legacy's common-subexpression pass lets the second layer read shape values the first one
+    # computed: the first call gets extra outputs, the second extra inputs, and legacy makes the
+    # second a variant (TransformerEncoderLayer.1, MultiheadAttention.1). Layers stay self-contained
+    # here; everything else is compared as is.
+    dropped = _weight_attributes(legacy)
+    assert _layout(ours, variants_merged=shared) == _layout(legacy, dropped, variants_merged=shared)
+
+
+def test_legacy_variant_and_attribute_names():
+    proto = tso.export(Norms().eval(), (_x(2, 4),), opset_version=17, export_modules_as_functions={LN})
+    functions = {f.name: f for f in proto.functions}
+    assert sorted(functions) == ["LayerNorm", "LayerNorm.1"]  # the one without weights is the variant
+    assert sorted(functions["LayerNorm"].attribute) == ["elementwise_affine", "eps",
+                                                         "inferred::LayerNormalization_epsilon"]
+    calls = [n for n in proto.graph.node if n.op_type == "LayerNorm"]
+    assert [{a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}["eps"] for n in calls] == \
+        pytest.approx([1e-5, 1e-3])
+
+
 @pytest.mark.parametrize("opset", [7, 14])
 def test_below_opset_15_is_a_clear_error(opset):
     with pytest.raises(ValueError, match="available from opset 15"):

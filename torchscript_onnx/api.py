@@ -60,8 +60,10 @@ class Exported:
 
 def _check_model(model) -> None:
     if isinstance(model, torch.nn.DataParallel):
+        # legacy's words, which programs written for it may look for
         raise ValueError(
-            "model is a torch.nn.DataParallel wrapper, which ONNX cannot express; export model.module instead"
+            "torch.nn.DataParallel is not supported by ONNX exporter, please use 'attribute' module to "
+            "unwrap model from torch.nn.DataParallel. Try torch.onnx.export(model.module, ...)"
         )
     if isinstance(model, (torch.nn.Module, torch.jit.ScriptFunction)):
         return
@@ -256,7 +258,7 @@ def _conversion_options(model, options: ExportOptions) -> ExportOptions:
 
 def _exports_training(model, mode: TrainingMode) -> bool:
     if mode == TrainingMode.PRESERVE:
-        return isinstance(model, torch.nn.Module) and model.training
+        return isinstance(model, torch.nn.Module) and getattr(model, "training", False)
     return mode == TrainingMode.TRAINING
 
 

@@ -65,10 +65,11 @@ def select_model_mode_for_export(model, mode) -> Iterator[None]:
     from .options import _enum_member
 
     mode = _enum_member(mode, TrainingMode, "mode")
-    if not isinstance(model, torch.nn.Module) or mode == TrainingMode.PRESERVE:
+    # A frozen ScriptModule (torch.jit.freeze) has no training flag left: like legacy, leave it be.
+    if not isinstance(model, torch.nn.Module) or mode == TrainingMode.PRESERVE or not hasattr(model, "training"):
         yield
         return
-    flags = [(m, m.training) for m in model.modules()]
+    flags = [(m, m.training) for m in model.modules() if hasattr(m, "training")]
     try:
         model.train(mode == TrainingMode.TRAINING)
         yield

@@ -41,6 +41,8 @@ class GraphContext:
     # id(tensor) -> state_dict key, for parameters reached through attributes (scripted modules)
     param_names: dict[int, str] = dataclasses.field(default_factory=dict)
     _params: dict[int, Value] = dataclasses.field(default_factory=dict)
+    # ids of the graph constants materialize() made initializers (legacy keeps them as Constant nodes)
+    constant_initializers: set[int] = dataclasses.field(default_factory=set)
     # Set inside If/Loop bodies: the context of the enclosing graph.
     parent: GraphContext | None = None
     # The converter's side of control flow (convert.Converter sets it): converting a JIT block, as a
@@ -50,6 +52,16 @@ class GraphContext:
     # Constants materialised in this subgraph (outer values must not point into a subgraph):
     # id(value) -> (value, local copy).
     _local: dict[int, tuple] = dataclasses.field(default_factory=dict)
+    # A body a legacy symbolic opened with ``node.addBlock()`` (compat.LegacyBlock): the context
+    # ``dataclasses.replace(g, block=block)`` makes emits into it, as legacy's
+    # ``jit_utils.add_op_with_blocks`` expects.
+    block: Any = None
+
+    def __post_init__(self):
+        if self.block is not None and self.block.context is None:
+            outer = dataclasses.replace(self, block=None)
+            self.graph, self.parent, self._local = Graph(parent=outer.graph), outer, {}
+            self.block.open(self, self.graph)
 
     @property
     def root(self) -> GraphContext:
@@ -111,6 +123,10 @@ class GraphContext:
 
     def op(self, opname: str, *inputs, outputs: int = 1, **attributes):
         domain, op_type = _split_domain(opname)
+        # As in legacy, whose helpers pass both: a tensor input is a constant, a None value an
+        # omitted input.
+        inputs = [self.constant(v) if isinstance(v, torch.Tensor) else None if isinstance(v, Value) and v.is_none
+                  else v for v in inputs]
         attrs = _parse_attributes(attributes)
         folded = self._try_fold(domain, op_type, inputs, attrs, outputs)
         if folded is not None:
@@ -183,6 +199,7 @@ class GraphContext:
             name = self.graph.value_names.fresh(f"onnx::{value.name or 'Constant'}")
             self.graph.initializers[name] = tensor
             value.name, value.is_param = name, True
+            self.constant_initializers.add(id(value))
         value.dtype, value.shape = tensor.dtype, tuple(tensor.shape)
         if not isinstance(value.const, torch.Tensor):
             value.const = tensor

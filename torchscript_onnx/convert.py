@@ -644,7 +644,7 @@ class Converter:
             seen.add(id(value))
             graph.outputs.append(value)
             hints.append(hint)
-        numbers = legacy_numbers(graph, self.n_legacy_inputs())
+        numbers = legacy_numbers(graph, self.n_legacy_inputs(), ctx.root.constant_initializers)
         # where legacy's own passes (conv + batch norm folding) number their new values from
         graph.legacy_next_number = max(numbers.values(), default=self.n_legacy_inputs() - 1) + 1
         consumers = graph.consumers()
@@ -754,12 +754,14 @@ def _dynamic_axes_key(dynamic_axes: dict, name: str, k: int) -> str:
     return name
 
 
-def legacy_numbers(graph: Graph, first: int) -> dict[int, int]:
+def legacy_numbers(graph: Graph, first: int, constants: set[int] = frozenset()) -> dict[int, int]:
     """id(value) -> the number the legacy exporter gives it: its graph inputs (user inputs and
     parameters) take 0..first-1, then each output of the nodes that the outputs need, in graph
     order (a node's subgraph inputs and nodes right after its own outputs), as TorchScript's
     canonical numbering does after dead code is removed. Graph outputs without a user name are
-    named by it."""
+    named by it. A graph constant kept as an initializer (``constants``: ids of such values; a
+    frozen module's weights, a large traced constant) is a Constant node in legacy: it takes its
+    number right before the first node that reads it."""
     live: set[int] = set()
     stack = list(graph.outputs)
     while stack:
@@ -781,6 +783,7 @@ def legacy_numbers(graph: Graph, first: int) -> dict[int, int]:
     def walk(nodes, everything: bool) -> None:
         for node in nodes:
             if everything or id(node) in live:
+                number([v for v in node.inputs if v is not None and id(v) in constants and id(v) not in numbers])
                 number(node.outputs)
                 for body in _bodies(node):
                     number(body.inputs)

@@ -3,13 +3,14 @@
 Every converted node carries the scope of the module instance it came from (``/blocks/0/attn``).
 The nodes of one call of a chosen instance (a contiguous run with that scope prefix) are hoisted into
 a FunctionProto and replaced by one call node, innermost modules first, so functions nest as in
-legacy (``True`` selects every module, the model itself included). Calls with the
-same body share one function named after the class, in the class's module as domain (as legacy:
-``torch.nn.modules.linear::Linear``); instances whose bodies differ in structure (not only in
-attribute values) get ``Class_1``, ``Class_2``... Weights stay initializers of the main graph and are passed as function
-inputs. The module's annotated scalar hyperparameters (``in_features: int``...) are attributes of the call,
-declared by the function, as the legacy exporter records them; node attributes whose values differ
-between calls of one class become function attributes (``inferred::Conv_kernel_shape``), as legacy.
+legacy (``True`` selects every module, the model itself included). Calls with the same body share
+one function named after the class, in the class's module as domain (as legacy:
+``torch.nn.modules.linear::Linear``); node attributes whose values differ between those calls
+(constants' values included) become function attributes (``inferred::Conv_kernel_shape``), as
+legacy. Instances whose bodies differ in structure get legacy's variant names ``Class.1``,
+``Class.2``... Weights stay initializers of the main graph, passed as function inputs. The module's
+annotated hyperparameters (``in_features: int``, ``eps: float``...) are attributes of the call,
+declared by the function, as the legacy exporter records them (see ``hyperparameters``).
 """
 
 from __future__ import annotations
@@ -55,32 +56,48 @@ def _depth(path: str) -> int:
     return 0 if path == "/" else path.count("/")
 
 
-def _qualified(scope: str) -> str:
-    """A node scope as a module path: the tracer names children of containers by their qualified
-    name (``/blocks/blocks.0/l``), which is ``/blocks/0/l`` as ``named_modules`` spells it."""
+def called_modules(scope: str, known: set[str]) -> list[str]:
+    """The module paths (as ``named_modules`` spells them) of the calls a node scope lies in,
+    outermost first: one per scope atom.
+
+    The tracer names a container's child by its last name and index (``layers.0``): under the
+    module holding the container when the container is not called itself (``/encoder/layers.0``:
+    ``/encoder``, ``/encoder/layers/0``; the ModuleList has no call, so no function, as in legacy),
+    under the container's own scope when it is (``/blocks/blocks.0``: ``/blocks``, ``/blocks/0``).
+    ``known`` holds the model's module paths."""
     parts: list[str] = []
+    called = []
     for atom in scope.split("/")[1:]:
-        if "." in atom and (not parts or atom.startswith(".".join(parts) + ".")):
-            parts = atom.split(".")
-        else:
-            parts.append(atom)
-    return "/" + "/".join(parts)
+        segments = atom.split(".")
+        candidates = [parts + segments]
+        if parts and segments[0] == parts[-1]:
+            candidates.append(parts[:-1] + segments)
+        parts = next((c for c in candidates if "/" + "/".join(c) in known), candidates[0])
+        called.append("/" + "/".join(parts))
+    return called
 
 
-def _owner(scope: str, paths: dict[str, torch.nn.Module]) -> str | None:
-    """The outermost chosen instance path that ``scope`` lies in."""
+def _call_scope(scope: str, path: str, known: set[str]) -> str:
+    """The scope of the call of module ``path`` that ``scope`` lies in, in the tracer's spelling:
+    a call node keeps it, so an outer module's run finds it as the tracer's nodes."""
+    if path == "/":
+        return ""
+    atoms = scope.split("/")[1:]
+    return "/" + "/".join(atoms[: called_modules(scope, known).index(path) + 1])
+
+
+def _owner(scope: str, paths: dict[str, torch.nn.Module], known: set[str]) -> str | None:
+    """The outermost chosen instance whose call ``scope`` lies in."""
     if "/" in paths:
         return "/"
-    parts = _qualified(scope).split("/")
-    for k in range(2, len(parts) + 1):
-        prefix = "/".join(parts[:k])
-        if prefix in paths:
-            return prefix
-    return None
+    return next((path for path in called_modules(scope, known) if path in paths), None)
 
 
 def hyperparameters(module: torch.nn.Module) -> dict:
-    """The module's annotated non-tensor attributes (legacy: type hints of the class minus nn.Module's)."""
+    """The module's annotated attributes that legacy records on a call: the type hints of its class
+    minus nn.Module's, whose values are numbers, strings or lists of numbers (legacy skips tuples,
+    None and other objects). Legacy also copies tensor attributes (``weight``, ``bias``) into every
+    call node, doubling the weights in the file; here they are the function's inputs only."""
     try:
         hints = typing.get_type_hints(module_class(module))
         base = typing.get_type_hints(torch.nn.Module)
@@ -91,16 +108,27 @@ def hyperparameters(module: torch.nn.Module) -> dict:
         if name in base or name.startswith("_"):
             continue
         value = getattr(module, name, None)
-        if isinstance(value, _SCALARS):  # legacy also records tensors (the weights); they stay inputs here
+        if isinstance(value, _SCALARS) or _is_number_list(value):
             found[name] = value
     return found
 
 
-def _runs(graph: Graph, paths: dict[str, torch.nn.Module]) -> list[tuple[str, int, int]]:
+def _is_number_list(value) -> bool:
+    """A list legacy records (an int, float or bool list; not a tuple, not mixed)."""
+    if not isinstance(value, list) or not value:
+        return False
+    kinds = {bool if isinstance(v, bool) else int if isinstance(v, int) else float if isinstance(v, float) else None
+             for v in value}
+    return len(kinds) == 1 and None not in kinds
+
+
+def _runs(graph: Graph, paths: dict[str, torch.nn.Module], known: set[str]) -> list[tuple[str, int, int]]:
     """(instance path, start, end) of each contiguous run of nodes from one chosen instance."""
-    runs, current = [], None
+    runs, current, owners = [], None, {}
     for k, node in enumerate(graph.nodes):
-        owner = _owner(node.scope, paths) if node.scope or "/" in paths else None
+        if node.scope not in owners:
+            owners[node.scope] = _owner(node.scope, paths, known) if node.scope or "/" in paths else None
+        owner = owners[node.scope]
         if current is not None and owner == current[0]:
             current[2] = k + 1
             continue
@@ -151,7 +179,6 @@ def _signature(nodes: list[Node], inputs: list, outputs: list) -> bytes:
             input=["" if v is None else local[id(v)] for v in node.inputs],
             output=[local[id(v)] for v in node.outputs],
             attribute=[onnx.AttributeProto(name=k, type=serialize._attribute(k, kind, v).type)
-                       if kind not in ("t", "ts") else serialize._attribute(k, kind, v)
                        for k, (kind, v) in sorted(node.attrs.items())]))
     proto.output.extend(onnx.ValueInfoProto(name=local[id(v)]) for v in outputs)
     return proto.SerializeToString(deterministic=True)
@@ -165,7 +192,7 @@ class _Run:
             setattr(self, key, value)
 
 
-def _collect(graph: Graph, paths, output_ids: set[int]) -> list[_Run]:
+def _collect(graph: Graph, paths, known: set[str], output_ids: set[int]) -> list[_Run]:
     readers: dict[int, list[int]] = {}
     for k, node in enumerate(graph.nodes):
         for v in node.inputs:
@@ -173,7 +200,7 @@ def _collect(graph: Graph, paths, output_ids: set[int]) -> list[_Run]:
                 readers.setdefault(id(v), []).append(k)
     in_bodies = subgraph_references(graph)  # names read inside If/Loop bodies (a superset)
     found = []
-    for path, start, end in _runs(graph, paths):
+    for path, start, end in _runs(graph, paths, known):
         nodes = graph.nodes[start:end]
         if all(_is_constant(n) for n in nodes):
             continue
@@ -207,11 +234,11 @@ def _varying(runs: list[_Run]) -> dict[tuple[int, str], str]:
                 continue
             values = {serialize._attribute(name, *run.nodes[k].attrs[name]).SerializeToString() for run in runs}
             if len(values) > 1:
-                ref = f"inferred::{node.op_type}_{name}"
+                base = ref = f"inferred::{node.op_type}_{name}"
                 taken = set(varying.values())
                 suffix = 1
-                while ref in taken:
-                    ref, suffix = f"inferred::{node.op_type}_{name}_{suffix}", suffix + 1
+                while ref in taken:  # legacy's spelling of a second one: inferred::Constant_value.1
+                    ref, suffix = f"{base}.{suffix}", suffix + 1
                 varying[(k, name)] = ref
     return varying
 
@@ -239,12 +266,13 @@ def extract(graph: Graph, model, selection, opset: int, custom_domains: dict[str
     if not isinstance(model, torch.nn.Module):
         return []
     paths = instance_paths(model, selection)
+    known = {"/" + name.replace(".", "/") for name, _ in model.named_modules()}
     made: dict[tuple, list] = {}  # (class, signature) -> [(name, varying, first run)]
     names_used: dict[tuple[str, str], int] = {}
     functions: list[onnx.FunctionProto] = []
     for depth in sorted({_depth(p) for p in paths}, reverse=True):
         level = {p: m for p, m in paths.items() if _depth(p) == depth}
-        _extract_level(graph, level, opset, custom_domains, made, names_used, functions)
+        _extract_level(graph, level, known, opset, custom_domains, made, names_used, functions)
     return functions
 
 
@@ -261,10 +289,10 @@ def _fits(run: _Run, first: _Run, varying) -> bool:
     return True
 
 
-def _extract_level(graph, paths, opset, custom_domains, made, names_used, functions) -> None:
+def _extract_level(graph, paths, known, opset, custom_domains, made, names_used, functions) -> None:
     output_ids = {id(v) for v in graph.outputs}
     groups: dict[tuple, list[_Run]] = {}
-    for run in _collect(graph, paths, output_ids):
+    for run in _collect(graph, paths, known, output_ids):
         groups.setdefault((module_class(run.module), _signature(run.nodes, run.inputs, run.outputs)), []).append(run)
     replacements: dict[int, tuple[int, list[Node]]] = {}
     for key, members in groups.items():
@@ -277,13 +305,14 @@ def _extract_level(graph, paths, opset, custom_domains, made, names_used, functi
         else:
             count = names_used.get((domain, cls.__name__), 0)
             names_used[(domain, cls.__name__)] = count + 1
-            name = cls.__name__ if count == 0 else f"{cls.__name__}_{count}"
+            name = cls.__name__ if count == 0 else f"{cls.__name__}.{count}"  # legacy's LayerNorm.1
             varying = _varying(members)
             hyper = {k for run in members for k in hyperparameters(run.module)}
             functions.append(_function(domain, name, members[0], varying, sorted(hyper), opset, custom_domains))
             made.setdefault(key, []).append((name, varying, members[0]))
         for run in members:
-            call = Node(name, domain, run.inputs, {}, graph.node_names.fresh(f"{run.path}/{name}"), run.path, "")
+            scope = _call_scope(graph.nodes[run.start].scope, run.path, known)
+            call = Node(name, domain, run.inputs, {}, graph.node_names.fresh(f"{run.path}/{name}"), scope, "")
             for k, value in hyperparameters(run.module).items():
                 call.attrs[k] = (_attr_kind(value), _plain(value))
             for (k, attr), ref in varying.items():

@@ -32,7 +32,7 @@ UNKNOWN: Any = _Unknown()
 
 class Value(LegacyValueSurface):
     __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence",
-                 "optional")
+                 "optional", "jit_type")
 
     def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
         self.name = name
@@ -51,6 +51,9 @@ class Value(LegacyValueSurface):
         # An ONNX optional (a scripted ``Optional[Tensor]`` that is None on some paths); dtype and
         # shape then describe its element.
         self.optional = False
+        # The TorchScript type of a list or tuple the captured graph built (prim::ListConstruct,
+        # prim::TupleConstruct): what ``value.type()`` answers legacy symbolics, as legacy does.
+        self.jit_type = None
 
     @property
     def is_const(self) -> bool:

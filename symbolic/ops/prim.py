@@ -46,14 +46,25 @@ def prim_constant(g, **attrs):
 def prim_list_construct(g, *elements):
     """prim::ListConstruct(...) -> a list: constant when every element is, else kept element-wise."""
     if all(e.is_const for e in elements):
-        return Value("", const=[e.const for e in elements])
-    return Value("", elements=list(elements))
+        return _typed_as_captured(g, Value("", const=[e.const for e in elements]))
+    return _typed_as_captured(g, Value("", elements=list(elements)))
 
 
 @symbolic("prim::TupleConstruct")
 def prim_tuple_construct(g, *elements):
     """prim::TupleConstruct(...) -> a tuple, kept element-wise."""
-    return Value("", elements=list(elements))
+    return _typed_as_captured(g, Value("", elements=list(elements)))
+
+
+def _typed_as_captured(g, value: Value) -> Value:
+    """The list or tuple keeps the type the captured graph gave it, which legacy symbolics see.
+    One of JIT constants only is a constant to legacy (its constant propagation folds it into one
+    ``onnx::Constant``), and so it stays here."""
+    node = g.original_node
+    if node is not None and node.outputsSize() == 1 and \
+            not all(i.node().kind() == "prim::Constant" for i in node.inputs()):
+        value.jit_type = node.output().type()
+    return value
 
 
 @symbolic("prim::ListUnpack")
