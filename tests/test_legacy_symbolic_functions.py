@@ -195,10 +195,12 @@ def test_sew_d_exports_with_its_symbolic():
     verify(model, (_x(1, 2000),), other_inputs=[(_x(2, 3200),)], **SEW_D_OPTIONS)
 
 
-def test_sew_d_exports_through_torch_onnx_export_once_installed():
-    """As HF optimum exports it: torch.onnx.export(..., dynamo=False) routed by install()."""
+def test_sew_d_exports_through_torch_onnx_export_once_installed(installed_on_both_torches):
+    """As HF optimum exports it: torch.onnx.export(..., dynamo=False) routed by install(). On a
+    torch without the legacy exporter, XSoftmax.symbolic's imports of torch.onnx.symbolic_helper
+    and symbolic_opset9 find ours, which install() put there."""
     model, buffer = _sew_d(), io.BytesIO()
-    with tso.installed(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (_x(1, 2000),), buffer, dynamo=False, do_constant_folding=True, **SEW_D_OPTIONS)
     session = ort.InferenceSession(buffer.getvalue())
