@@ -2,11 +2,14 @@
 
     python -m bench.identical --save /tmp/before.json [--models resnet18,mnist] [--opsets 9,13,17]
     python -m bench.identical --against /tmp/before.json
+    python -m bench.identical --ignore-names --save /tmp/before-unnamed.json   (then --against it)
 
 Each zoo model is exported at each opset into memory and digested after clearing what records
 where the exporter and the model's code live (node ``metadata_props``, ``doc_string`` fields): a
 refactor that moves a file changes those and nothing a runtime reads. ``--against`` lists the
-(model, opset) pairs whose digest changed and exits 1 if any did.
+(model, opset) pairs whose digest changed and exits 1 if any did. ``--ignore-names`` digests the
+model with every value and node name replaced by its place (initializers by their contents, in
+that order): a change that only renames leaves those digests as they were.
 """
 
 from __future__ import annotations
@@ -43,8 +46,47 @@ def _strip_locations(graph: onnx.GraphProto) -> None:
                 _strip_locations(sub)
 
 
-def digest(name: str, opset: int) -> str:
-    """The digest of ``name``'s export at ``opset`` without location records, or ``error: ...``."""
+def _unnamed_initializer_key(tensor: onnx.TensorProto) -> str:
+    unnamed = onnx.TensorProto()
+    unnamed.CopyFrom(tensor)
+    unnamed.name = ""
+    return hashlib.sha256(unnamed.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _rename_graph(graph: onnx.GraphProto, names: dict[str, str], prefix: str) -> None:
+    """Names in ``graph`` (and its subgraphs, which may read its values) replaced by places."""
+    for k, value in enumerate(graph.input):
+        names.setdefault(value.name, f"{prefix}input{k}")
+    ordered = sorted(graph.initializer, key=_unnamed_initializer_key)
+    for k, tensor in enumerate(ordered):
+        names[tensor.name] = f"{prefix}init{k}"
+    for i, node in enumerate(graph.node):
+        node.name = f"{prefix}node{i}"
+        for j, out in enumerate(node.output):
+            if out:
+                names[out] = f"{prefix}node{i}_{j}"
+    for i, node in enumerate(graph.node):
+        node.input[:] = [names.get(v, v) for v in node.input]
+        node.output[:] = [names.get(v, v) for v in node.output]
+        for attribute in node.attribute:
+            subgraphs = ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else []) + list(attribute.graphs)
+            for sub in subgraphs:
+                _rename_graph(sub, names, f"{prefix}node{i}.{attribute.name}.")
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        value.name = names.get(value.name, value.name)
+    renamed = []
+    for tensor in ordered:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(tensor)
+        copy.name = names[tensor.name]
+        renamed.append(copy)
+    del graph.initializer[:]
+    graph.initializer.extend(renamed)
+
+
+def digest(name: str, opset: int, ignore_names: bool = False) -> str:
+    """The digest of ``name``'s export at ``opset`` without location records, or ``error: ...``;
+    ``ignore_names``: with every value and node name replaced by its place."""
     torch.manual_seed(0)
     model, args = models.build(name)
     buffer = io.BytesIO()
@@ -58,6 +100,8 @@ def digest(name: str, opset: int) -> str:
     for function in proto.functions:
         for node in function.node:
             del node.metadata_props[:]
+    if ignore_names:
+        _rename_graph(proto.graph, {}, "")
     return hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
 
 
@@ -68,11 +112,12 @@ def main(argv=None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--save", help="write the digests to this JSON file")
     where.add_argument("--against", help="compare with the digests in this JSON file")
+    parser.add_argument("--ignore-names", action="store_true", help="digest the models with their names replaced")
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     names = options.models.split(",") if options.models else models.default_names()
     opsets = [int(o) for o in options.opsets.split(",")]
-    digests = {f"{name}@{opset}": digest(name, opset) for name in names for opset in opsets}
+    digests = {f"{name}@{opset}": digest(name, opset, options.ignore_names) for name in names for opset in opsets}
     if options.save:
         with open(options.save, "w") as stream:
             json.dump(digests, stream, indent=1, sort_keys=True)

@@ -8,9 +8,13 @@ before a byte is written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 import onnx
 import torch
@@ -19,11 +23,11 @@ from .symbolic import registry
 
 from . import capture as capture_mod
 from . import hf_cache, progress, serialize
-from .context import GraphContext
 from .artifacts import Artifacts
 from .convert import convert
 from .inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
 from .ir import Graph
+from .legacy_names import name_folded_weights
 from .optimize import optimize
 from .prepare import prepare
 from .options import (ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning, validate_options,
@@ -36,7 +40,12 @@ __version__ = "0.1.0"
 
 @dataclasses.dataclass
 class Exported:
-    """A converted model: the graph (weights still in the tensors) and its proto without weights."""
+    """A converted model: the graph (weights still in the tensors) and its proto without weights.
+
+    Used like dynamo's ``torch.onnx.ONNXProgram``: ``exported(*args, **kwargs)`` runs it in
+    onnxruntime on the CPU, ``optimize()`` runs the graph optimisations if the export skipped them,
+    ``save(path, external_data=True)`` writes the weights to a data file beside the model.
+    """
 
     graph: Graph
     model: onnx.ModelProto
@@ -46,6 +55,17 @@ class Exported:
     input_indices: list[int] = dataclasses.field(default_factory=list)
     # The export's stage clock (progress.py): ``save`` logs the write as its last stage.
     clock: progress.Progress | None = dataclasses.field(default=None, repr=False, compare=False)
+    # Set by build(): binds a call's arguments as the export bound its example ones (the model's
+    # forward signature and defaults); runs the export's optimisation passes on a graph; makes the
+    # proto anew from the graph, with the export's settings.
+    bind_args: Callable | None = dataclasses.field(default=None, repr=False, compare=False)
+    run_passes: Callable[[Graph], None] | None = dataclasses.field(default=None, repr=False, compare=False)
+    make_proto: Callable[[Graph], onnx.ModelProto] | None = dataclasses.field(default=None, repr=False,
+                                                                               compare=False)
+    optimized: bool = False  # whether the optimisation passes have run on the graph
+    _session: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _session_dir: tempfile.TemporaryDirectory | None = dataclasses.field(default=None, init=False, repr=False,
+                                                                         compare=False)
 
     def to_bytes(self) -> bytes:
         return serialize.to_bytes(self.model, self.graph)
@@ -53,9 +73,82 @@ class Exported:
     def to_model_proto(self) -> onnx.ModelProto:
         return onnx.load_from_string(self.to_bytes())
 
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        """The model with its weights (``ONNXProgram.model_proto``)."""
+        return self.to_model_proto()
+
     def save(self, f, external_data: bool | None = None) -> None:
-        """Write to a path or binary file object; ``external_data``: None = only past protobuf's 2 GiB."""
+        """Write to a path or binary file object; ``external_data``: None = only past protobuf's 2 GiB,
+        True = the weights go to ``<file name>.data`` beside ``f`` (a path)."""
         serialize.save(self.model, self.graph, f, external_data=external_data, stage=self.clock)
+
+    def __call__(self, *args, **kwargs) -> tuple:
+        """Run the model in onnxruntime (CPU) on the arguments the PyTorch model takes; returns its
+        outputs as tensors, flattened as the export flattened them. The session is made on the
+        first call and kept (``release()`` frees it)."""
+        if not self.options.export_params:
+            raise ValueError("this model was exported with export_params=False: it has no weights to run; "
+                             "export with export_params=True to call it")
+        from .verification import flatten_inputs, run_onnxruntime  # noqa: PLC0415 - loads onnxruntime
+
+        bound = self.bind_args(tuple(args) + (dict(kwargs),), None) if self.bind_args else tuple(args)
+        flat = flatten_inputs(tuple(bound))
+        if self.input_indices and max(self.input_indices) >= len(flat):
+            raise TypeError(f"the exported model takes {len(flat)} flattened input(s) fewer than it was exported "
+                            f"with; call it with arguments of the same structure as the export's")
+        inputs = [flat[k] for k in self.input_indices]
+        outputs = run_onnxruntime(self._inference_session(), inputs)
+        return tuple(_as_torch(out) for out in outputs)
+
+    def _inference_session(self):
+        if self._session is None:
+            try:
+                import onnxruntime  # noqa: F401, PLC0415 - an optional dependency
+            except ImportError as error:
+                raise ImportError("calling an exported model runs it in onnxruntime, which is not installed: "
+                                  "pip install onnxruntime (or torchscript-onnx[verify])") from error
+            from .verification import session  # noqa: PLC0415
+
+            if serialize.model_size(self.model, self.graph) < serialize.PROTOBUF_LIMIT:
+                self._session = session(self.to_bytes())
+            else:  # past protobuf's limit: through a file with its weights beside it
+                self._session_dir = tempfile.TemporaryDirectory(prefix="torchscript-onnx-")
+                path = os.path.join(self._session_dir.name, "model.onnx")
+                serialize.save(self.model, self.graph, path, external_data=True)
+                self._session = session(path)
+        return self._session
+
+    def release(self) -> None:
+        """Free the onnxruntime session ``__call__`` made (and its temporary files)."""
+        self._session = None
+        if self._session_dir is not None:
+            self._session_dir.cleanup()
+            self._session_dir = None
+
+    def optimize(self) -> None:
+        """Run this exporter's graph optimisations (conv + batch norm and weight-transpose
+        folding, dead code, CSE, initializer deduplication, ...; optimize/__init__.py), in place.
+
+        export() and build() run them already unless given ``optimize=False``; then this does
+        nothing, as the passes are not meant to run twice. (``ONNXProgram.optimize`` runs
+        onnxscript's optimizer; onnxruntime applies its own graph optimisations when it loads
+        the model.)"""
+        if self.optimized or self.run_passes is None:
+            return
+        self.run_passes(self.graph)
+        name_folded_weights(self.graph)
+        self.model = self.make_proto(self.graph)
+        self.optimized = True
+        self.release()
+
+
+def _as_torch(output):
+    """An onnxruntime output as torch: a tensor, or a list of tensors (a sequence output)."""
+    if isinstance(output, list):
+        return [_as_torch(item) for item in output]
+    array = np.asarray(output)
+    return torch.from_numpy(array) if array.dtype != object else array
 
 
 def _check_model(model) -> None:
@@ -217,12 +310,15 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     # inputs (user_inputs, params) hold it too: a Value from graph.inputs() keeps its graph alive.
     del captured
     capture_mod.release_free_memory()
+    run_passes = functools.partial(
+        optimize, training=_exports_training(model, options.training),
+        initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
+        constant_folding=options.do_constant_folding, opset=options.opset_version)
     if options.optimize:
         artifacts.begin("optimisation")
-        optimize(graph, training=_exports_training(model, options.training),
-                 initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,
-                 constant_folding=options.do_constant_folding, opset=options.opset_version)
+        run_passes(graph)
         clock.lap("optimize", lambda: progress.graph_counts(graph))
+    name_folded_weights(graph)
     artifacts.begin("ONNX model (inputs kept, local functions, metadata)")
     input_indices = drop_unused_inputs(graph, n_user_inputs, kept_for_legacy)
     functions = []
@@ -231,11 +327,14 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
 
         functions = extract(graph, model, options.export_modules_as_functions, options.opset_version,
                             ctx.custom_domains)
-    model_proto = _model_proto(graph, ctx, options, value_info=value_info, metadata_props=metadata_props,
-                               node_metadata=NodeMetadata(model) if provenance else None,
-                               doc_string=_doc_string(model, scripted, options.opset_version))
-    model_proto.functions.extend(functions + list(ctx.onnxscript_functions.values()))
-    return Exported(graph, model_proto, options, input_indices, clock)
+    functions += list(ctx.onnxscript_functions.values())
+    make_proto = functools.partial(
+        _model_proto, custom_domains=ctx.custom_domains, options=options, value_info=value_info,
+        metadata_props=metadata_props, node_metadata=NodeMetadata(model) if provenance else None,
+        doc_string=_doc_string(model, scripted, options.opset_version), functions=functions)
+    return Exported(graph, make_proto(graph), options, input_indices, clock,
+                    bind_args=functools.partial(capture_mod.normalize_args, model), run_passes=run_passes,
+                    make_proto=make_proto, optimized=options.optimize)
 
 
 def _check_cache_names(graph: Graph, options: ExportOptions) -> None:
@@ -262,13 +361,13 @@ def _exports_training(model, mode: TrainingMode) -> bool:
     return mode == TrainingMode.TRAINING
 
 
-def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions, value_info: bool = True,
+def _model_proto(graph: Graph, custom_domains: dict[str, int], options: ExportOptions, value_info: bool = True,
                  metadata_props: dict[str, str] | None = None, node_metadata=None,
-                 doc_string: str = "") -> onnx.ModelProto:
-    return serialize.model_proto_without_weights(
+                 doc_string: str = "", functions=()) -> onnx.ModelProto:
+    proto = serialize.model_proto_without_weights(
         graph,
         options.opset_version,
-        ctx.custom_domains,
+        custom_domains,
         options.keep_initializers_as_inputs or not options.export_params,
         __version__,
         metadata=metadata_props,
@@ -276,6 +375,8 @@ def _model_proto(graph: Graph, ctx: GraphContext, options: ExportOptions, value_
         node_metadata=node_metadata,
         doc_string=doc_string,
     )
+    proto.functions.extend(functions)
+    return proto
 
 
 def _check_file_metadata(value_info, provenance, metadata_props) -> dict[str, str]:

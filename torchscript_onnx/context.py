@@ -130,6 +130,7 @@ class GraphContext:
         attrs = _parse_attributes(attributes)
         folded = self._try_fold(domain, op_type, inputs, attrs, outputs)
         if folded is not None:
+            self._keep_weight_fold(op_type, inputs, attrs, folded)
             return folded[0] if outputs == 1 else tuple(folded)
         node_inputs = [self.materialize(v) for v in inputs]
         if domain:
@@ -156,6 +157,7 @@ class GraphContext:
         if value is None:
             name = self.param_names.get(id(tensor), "param")
             value = self._params[id(tensor)] = self.root.graph.add_initializer(name, tensor.detach())
+            value.from_weight = True
         return value
 
     def output_dtype(self, k: int = 0) -> torch.dtype | None:
@@ -187,9 +189,10 @@ class GraphContext:
         if not value.is_const or value.const is None:
             raise TypeError(f"{value!r} has no graph representation")
         tensor = as_tensor(value.const, None)
-        # Constant-1 (opsets 7-8) holds only float tensors; other constants go to initializers.
+        # Constant-1 (opsets 7-8) holds only float tensors; other constants go to initializers, and
+        # so do values computed from weights, as in the legacy exporter (named in legacy_names.py).
         constant_node_ok = self.opset >= 9 or tensor.dtype in (torch.float16, torch.float32, torch.float64)
-        if tensor.numel() <= MAX_CONSTANT_NODE_ELEMENTS and constant_node_ok:
+        if tensor.numel() <= MAX_CONSTANT_NODE_ELEMENTS and constant_node_ok and not value.from_weight:
             node = self.graph.add_node("Constant", "", [], {"value": ("t", tensor)}, 1, self.scope, self.source,
                                        self.origin)
             out = node.outputs[0]
@@ -240,6 +243,25 @@ class GraphContext:
         value.name, value.producer, value.dtype, value.shape = out.name, out.producer, out.dtype, out.shape
         value.producer.outputs[0] = value
         return value
+
+    def legacy_only(self, values: int = 1, folds: int = 0) -> None:
+        """The legacy exporter's conversion of the node being converted makes ``values`` values
+        more than this one (it keeps a node where this conversion returns the input), ``folds``
+        of them computed later by its constant folding: they count in the numbers legacy's names
+        carry (legacy_names.py)."""
+        if self.parent is None:
+            self.graph.legacy_only.append((len(self.graph.nodes), values, folds))
+
+    def _keep_weight_fold(self, op_type: str, inputs, attrs: dict, outputs: list[Value]) -> None:
+        """A node folded here that reads a weight is one the legacy exporter's graph has until its
+        own constant folding: kept aside (``Graph.folded``), as legacy's numbering counts it."""
+        if self.parent is not None or not any(v is not None and v.from_weight for v in inputs):
+            return
+        node = Node(op_type, "", inputs, attrs, "", self.scope, self.source, self.origin)
+        for value in outputs:
+            value.from_weight = True
+            node.outputs.append(value)
+        self.graph.folded.append((len(self.graph.nodes), node))
 
     def _try_fold(self, domain, op_type, inputs, attrs, outputs):
         if domain or op_type not in folding.FOLDERS:

@@ -22,6 +22,7 @@ from .context import GraphContext
 from .errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOp, UnsupportedOperatorError)
 from .ir import Graph, Origin, Value
+from .legacy_names import legacy_numbers, number_folds, reader_name
 from .mutation import LIST_MUTATORS, mutated_input, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
 
@@ -293,7 +294,9 @@ class Converter:
     def add_param(self, name: str, tensor: torch.Tensor) -> Value:
         tensor = tensor.detach()
         if self.options.export_params:
-            return self.graph.add_initializer(name, tensor, const=True)
+            value = self.graph.add_initializer(name, tensor, const=True)
+            value.from_weight = True
+            return value
         return self.graph.add_input(name, tensor.dtype, tuple(tensor.shape))
 
     # -- nodes -------------------------------------------------------------------------------
@@ -645,13 +648,18 @@ class Converter:
             graph.outputs.append(value)
             hints.append(hint)
         numbers = legacy_numbers(graph, self.n_legacy_inputs(), ctx.root.constant_initializers)
-        # where legacy's own passes (conv + batch norm folding) number their new values from
+        # where legacy's own passes (conv + batch norm folding, constant folding) number their new values from
         graph.legacy_next_number = max(numbers.values(), default=self.n_legacy_inputs() - 1) + 1
+        number_folds(graph)
         consumers = graph.consumers()
         given = self.captured.output_names  # what capture names (a transformers cache's tensors)
         for k, (value, hint, position) in enumerate(zip(graph.outputs, hints, positions)):
-            graph.rename(value, names[k] if k < len(names) else given.get(position) or _default_output_name(
-                hint, numbers.get(id(value)), consumers.get(id(value))))
+            if k < len(names) or position in given:
+                graph.rename(value, names[k] if k < len(names) else given[position])
+                continue
+            graph.rename(value, _default_output_name(hint, numbers.get(id(value)), consumers.get(id(value))))
+            if (not hint or _is_number(hint)) and id(value) in numbers:
+                graph.numbered_outputs.add(id(value))
         examples = self.captured.example_outputs
         if len(examples) == n_torch_outputs:  # scripted: what one run shows, where the graph is silent
             for value, position in zip(graph.outputs, positions):
@@ -696,7 +704,7 @@ class Converter:
         for k, value in enumerate(self.graph.inputs[: len(self.captured.user_inputs)]):
             if k < given or k in self.captured.input_names or not _is_number(self.captured.user_inputs[k].debugName()):
                 continue
-            self.graph.rename(value, _friendly_name(k, consumers.get(id(value))))
+            self.graph.rename(value, reader_name(k, consumers.get(id(value))))
 
     def run(self) -> Graph:
         self.check_supported()
@@ -722,15 +730,6 @@ def _is_number(name: str) -> bool:
     return name.isdigit()
 
 
-def _friendly_name(number: int, users) -> str:
-    """What legacy calls a value known only by its number: ``<first reader's kind>_<number>``
-    (``onnx::Conv_0``), or the number when no node of the main graph reads it."""
-    if not users:
-        return str(number)
-    node = users[0]
-    return f"{node.domain or 'onnx'}::{node.op_type}_{number}"
-
-
 def _default_input_name(jit_value: torch._C.Value, k: int) -> str:
     """A traced input keeps the name the tracer gave it (``input.1``, after the first op's
     argument), a scripted one its TorchScript name (``x.1``); the others are named once their
@@ -754,62 +753,6 @@ def _dynamic_axes_key(dynamic_axes: dict, name: str, k: int) -> str:
     return name
 
 
-def legacy_numbers(graph: Graph, first: int, constants: set[int] = frozenset()) -> dict[int, int]:
-    """id(value) -> the number the legacy exporter gives it: its graph inputs (user inputs and
-    parameters) take 0..first-1, then each output of the nodes that the outputs need, in graph
-    order (a node's subgraph inputs and nodes right after its own outputs), as TorchScript's
-    canonical numbering does after dead code is removed. Graph outputs without a user name are
-    named by it. A graph constant kept as an initializer (``constants``: ids of such values; a
-    frozen module's weights, a large traced constant) is a Constant node in legacy: it takes its
-    number right before the first node that reads it."""
-    live: set[int] = set()
-    stack = list(graph.outputs)
-    while stack:
-        value = stack.pop()
-        node = value.producer if value is not None else None
-        if node is None or id(node) in live:
-            continue
-        live.add(id(node))
-        stack += [v for v in node.inputs if v is not None]
-        stack += [v for body in _bodies(node) for v in _body_reads(body)]
-    numbers: dict[int, int] = {}
-    counter = [first]
-
-    def number(values) -> None:
-        for value in values:
-            numbers.setdefault(id(value), counter[0])
-            counter[0] += 1
-
-    def walk(nodes, everything: bool) -> None:
-        for node in nodes:
-            if everything or id(node) in live:
-                number([v for v in node.inputs if v is not None and id(v) in constants and id(v) not in numbers])
-                number(node.outputs)
-                for body in _bodies(node):
-                    number(body.inputs)
-                    walk(body.nodes, True)
-
-    walk(graph.nodes, False)
-    return numbers
-
-
-def _bodies(node) -> list[Graph]:
-    found = []
-    for kind, value in node.attrs.values():
-        found += [value] if kind == "g" else list(value) if kind == "gs" else []
-    return [b for b in found if isinstance(b, Graph)]
-
-
-def _body_reads(body: Graph) -> list[Value]:
-    """Every value the nodes of ``body`` (and of bodies nested in it) read."""
-    reads = []
-    for node in body.nodes:
-        reads += [v for v in node.inputs if v is not None]
-        for inner in _bodies(node):
-            reads += _body_reads(inner)
-    return reads + list(body.outputs)
-
-
 _NUMBERED_SUFFIX = re.compile(r"\.\d+$")
 
 
@@ -820,7 +763,7 @@ def _default_output_name(hint: str, number: int | None, users) -> str:
         return _NUMBERED_SUFFIX.sub("", hint)
     if number is None:
         return hint or "output"
-    return _friendly_name(number, users)
+    return reader_name(number, users)
 
 
 def _empty_optional(ctx: GraphContext) -> Value:

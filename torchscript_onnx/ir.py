@@ -32,7 +32,7 @@ UNKNOWN: Any = _Unknown()
 
 class Value(LegacyValueSurface):
     __slots__ = ("name", "dtype", "shape", "const", "producer", "elements", "is_param", "sym", "sequence",
-                 "optional", "jit_type")
+                 "optional", "jit_type", "from_weight", "legacy_fold")
 
     def __init__(self, name: str, dtype=None, shape=None, const=UNKNOWN, producer=None, elements=None):
         self.name = name
@@ -54,6 +54,11 @@ class Value(LegacyValueSurface):
         # The TorchScript type of a list or tuple the captured graph built (prim::ListConstruct,
         # prim::TupleConstruct): what ``value.type()`` answers legacy symbolics, as legacy does.
         self.jit_type = None
+        # A parameter or buffer of the model, or a value computed from one at export time.
+        self.from_weight = False
+        # Where the legacy exporter's constant folding computes this value: its place among the
+        # values that pass creates (legacy_names.py), or None.
+        self.legacy_fold: int | None = None
 
     @property
     def is_const(self) -> bool:
@@ -187,6 +192,18 @@ class Graph:
         self.parent = parent
         self.value_names = parent.value_names if parent is not None else Namer()
         self.node_names = parent.node_names if parent is not None else Namer()
+        # (position in ``nodes``, node): nodes the builder evaluated at export time that read a
+        # weight. They are in no graph; the legacy exporter's graph has them (legacy_names.py).
+        self.folded: list[tuple[int, Node]] = []
+        # (position in ``nodes``, values, folds): values the legacy exporter's conversion makes
+        # there and ours does not (a node it keeps where ours returns the input), and how many of
+        # them its constant folding computes, for its numbering (legacy_names.py).
+        self.legacy_only: list[tuple[int, int, int]] = []
+        # The first number the legacy exporter's own passes give a value they create (set by the
+        # converter, advanced by conv + batch norm folding); None when not known.
+        self.legacy_next_number: int | None = None
+        # ids of the graph outputs named by their legacy number (``191``, ``onnx::Relu_9``)
+        self.numbered_outputs: set[int] = set()
 
     def add_input(self, name: str, dtype, shape) -> Value:
         value = GraphInput(self.value_names.fresh(name), dtype, shape)

@@ -327,6 +327,11 @@ def _size_text(size: int) -> str:
     return f"{size / 2**30:.2f} GiB ({size} bytes)"
 
 
+def model_size(model: onnx.ModelProto, graph: Graph) -> int:
+    """The bytes of ``model`` with ``graph``'s weights inline, as ``to_bytes`` would write them."""
+    return _model_size(model, _layout(graph, None))
+
+
 def to_bytes(model: onnx.ModelProto, graph: Graph) -> bytes:
     """The model with its weights as one serialized ModelProto (protobuf's limit: under 2 GiB)."""
     initializers = _layout(graph, None)

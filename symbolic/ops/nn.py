@@ -434,6 +434,7 @@ def _adaptive_pool(g, op: str, global_op: str, input: Value, output_size):
         return _adaptive_bins(g, "ReduceMean", input, spatial, output_size)
     kernel = [size // out for size, out in zip(spatial, output_size)]
     if all(k == 1 for k in kernel):
+        g.legacy_only(1)  # legacy's pooling with a kernel of ones
         return input
     return g.op(op, input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * n))
 

@@ -33,8 +33,9 @@ def channel_param(g, param, input, fill: float, op: str):
 
 
 def per_channel(g, param, rank: int):
-    """Reshape a (C,) parameter to (1, C, 1, ...) to broadcast over an (N, C, ...) input."""
-    return g.op("Reshape", param, g.constant([1, -1] + [1] * (rank - 2), torch.int64))
+    """A (C,) parameter as (C, 1, ...), to broadcast over an (N, C, ...) input; an Unsqueeze, as
+    the legacy exporter's, which folds it into an initializer of that shape and name."""
+    return onnx_ops.unsqueeze(g, param, list(range(1, rank - 1)))
 
 
 @symbolic("aten::instance_norm")

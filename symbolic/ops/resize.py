@@ -164,6 +164,7 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
     if g.opset < 9:
         return g.op("Upsample", input, mode_s=mode, scales_f=full)
     if full is not None:
+        g.legacy_only(2, folds=1)  # legacy's Concat of two Constants, folded by its constant folding
         scale_value = g.constant(full, torch.float32)
     else:
         out = onnx_ops.cast(g, _full_sizes(g, input, sizes), torch.float32)
@@ -191,6 +192,9 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
     if isinstance(scales, Value):
         scale_value = _runtime_scales(g, scales)
     else:
+        # legacy: a Concat of two Constants (folded by its constant folding), its roi a None
+        # value from opset 13 on where ours has no input
+        g.legacy_only(2 + (g.opset >= 13), folds=1)
         scale_value = g.constant([1.0, 1.0] + list(scales), torch.float32)
     return g.op("Resize", input, empty, scale_value, **attrs)
 

@@ -247,6 +247,7 @@ def cat(g, tensors, dim):
     values = [v for v in sh.unpack_list(tensors) if not _is_empty_1d(v)]
     dim = sh._get_const(dim, "i", "dim")
     if len(values) == 1:
+        g.legacy_only(1)  # legacy's Concat of one input
         return values[0]
     dtype = g.output_dtype() or sh.promote_types(*values)
     return g.op("Concat", *[as_operand(g, v, dtype) for v in values], axis_i=dim)

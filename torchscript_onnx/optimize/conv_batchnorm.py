@@ -18,6 +18,8 @@ deduplication shares. The new bias is lazy too, for the same reason.
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ..ir import Graph, Node, Value
@@ -26,6 +28,7 @@ from .subgraphs import subgraph_references
 
 CONV_OPS = ("Conv", "ConvTranspose")
 FOLDED_NAME = "onnx::Conv"  # the legacy exporter's names for folded weights: onnx::Conv_<n>
+_LAST_NUMBER = re.compile(r"[0-9]+$")
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -106,8 +109,10 @@ def _foldable(graph: Graph, conv: Node, bn: Node):
     return weight, bias, params
 
 
-def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params, names: tuple[str, str]) -> None:
-    """Rewrite ``conv`` to produce ``bn``'s output with lazily folded weight and bias, named ``names``."""
+def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params, names: tuple[str, str],
+          number: int | None) -> None:
+    """Rewrite ``conv`` to produce ``bn``'s output with lazily folded weight and bias, named ``names``;
+    ``number``: the legacy number of the new output."""
     scale, shift, mean, var = params
     eps = bn.attr("epsilon", 1e-5)
     transposed = conv.op_type == "ConvTranspose"
@@ -117,25 +122,32 @@ def _fold(graph: Graph, conv: Node, bn: Node, weight, bias, params, names: tuple
                           (bias, scale, shift, mean, var), (eps, weight.dtype))
     conv.inputs = [conv.inputs[0], graph.add_initializer(names[0], new_weight, const=False),
                    graph.add_initializer(names[1], new_bias, const=False)]
-    graph.value_names.release(conv.outputs[0].name)
-    result = bn.outputs[0]  # keeps its name: it may be a graph output
+    result, own = bn.outputs[0], conv.outputs[0]  # readers keep reading the BN's output value
+    if any(v is result for v in graph.outputs):  # a graph output keeps its name, or its number changes
+        graph.value_names.release(own.name)
+        if id(result) in graph.numbered_outputs and number is not None:
+            graph.rename(result, _LAST_NUMBER.sub(str(number), result.name))
+    else:  # and another value the Conv's, as in the legacy exporter (/c1/Conv_output_0)
+        graph.value_names.release(result.name)
+        result.name = own.name
     result.producer = conv
     conv.outputs[0] = result
 
 
 class FoldConvBatchNorm:
     @staticmethod
-    def _names(graph: Graph, conv: Node) -> tuple[str, str]:
-        """Legacy's names for a folded Conv's weight and bias. Its fold makes three values per
-        Conv, numbered on from the values the converted graph has (``legacy_next_number``, set by
-        the converter): the new Conv's output, then the weight and bias, named after their reader
+    def _numbers(graph: Graph, conv: Node) -> tuple[tuple[str, str], int | None]:
+        """Legacy's names for a folded Conv's weight and bias, and the number of its output. Its
+        fold makes three values per Conv, numbered on from the values the converted graph has
+        (``legacy_next_number``, set by the converter): the new Conv's output (which a graph
+        output named by its number takes), then the weight and bias, named after their reader
         (``onnx::Conv_193``, ``onnx::Conv_194``). Legacy does not fold ConvTranspose: those take
         ``onnx::ConvTranspose`` with a suffix, outside that numbering."""
-        number = getattr(graph, "legacy_next_number", None)
+        number = graph.legacy_next_number
         if conv.op_type != "Conv" or number is None:
-            return (f"onnx::{conv.op_type}",) * 2
+            return (f"onnx::{conv.op_type}",) * 2, None
         graph.legacy_next_number = number + 3
-        return f"{FOLDED_NAME}_{number + 1}", f"{FOLDED_NAME}_{number + 2}"
+        return (f"{FOLDED_NAME}_{number + 1}", f"{FOLDED_NAME}_{number + 2}"), number
 
     def run(self, graph: Graph) -> bool:
         readers = graph.consumers()
@@ -151,7 +163,8 @@ class FoldConvBatchNorm:
                 continue
             found = _foldable(graph, conv, users[0])
             if found is not None:
-                _fold(graph, conv, users[0], *found, names=self._names(graph, conv))
+                names, number = self._numbers(graph, conv)
+                _fold(graph, conv, users[0], *found, names=names, number=number)
                 folded.add(id(users[0]))
         if folded:
             graph.nodes = [node for node in graph.nodes if id(node) not in folded]

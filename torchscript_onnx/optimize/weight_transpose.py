@@ -59,7 +59,9 @@ class FoldWeightTranspose:
                 lazy = LazyTensor(shape, tensor.dtype, transposed_rows, (tensor,), (perm,))
                 reader = readers.get(id(out), [None])[0]
                 name = f"onnx::{reader.op_type if reader is not None else 'Transpose'}"
-                folded[id(weight)] = graph.add_initializer(name, lazy, const=False)
+                folded[id(weight)] = transposed = graph.add_initializer(name, lazy, const=False)
+                # legacy's constant folding computes it too: legacy_names.py names it after that
+                transposed.from_weight, transposed.legacy_fold = True, out.legacy_fold
             replace[id(out)] = folded[id(weight)]
         if not replace:
             return False
