@@ -34,12 +34,16 @@ class LazyTensor:
     is_quantized = False
 
     def __init__(self, shape: Sequence[int], dtype: torch.dtype, fn: RowFunction,
-                 sources: Sequence[torch.Tensor | LazyTensor | None], args: tuple = ()):
+                 sources: Sequence[torch.Tensor | LazyTensor | None], args: tuple = (),
+                 chunk_bytes: int | None = None):
         self.shape = torch.Size(shape)
         self.dtype = dtype
         self._fn = fn
         self._sources = tuple(sources)
         self._args = tuple(args)
+        # ``chunks``' default block size: a recipe that runs faster on larger blocks (a transpose,
+        # which reads a column block of its source) asks for more than ``CHUNK_BYTES``.
+        self.chunk_bytes = chunk_bytes
 
     @property
     def key(self) -> tuple:
@@ -77,8 +81,9 @@ class LazyTensor:
 
     def chunks(self, max_bytes: int | None = None) -> Iterator[torch.Tensor]:
         """Contiguous row blocks along dim 0 that concatenate to the tensor, each computed on demand
-        (at most ``max_bytes``, default ``CHUNK_BYTES``, each)."""
-        max_bytes = CHUNK_BYTES if max_bytes is None else max_bytes
+        (at most ``max_bytes`` each; default: the tensor's ``chunk_bytes``, else ``CHUNK_BYTES``)."""
+        if max_bytes is None:
+            max_bytes = self.chunk_bytes or CHUNK_BYTES
         if not self.shape or self.shape[0] == 0:
             yield self.materialize()
             return

@@ -16,10 +16,14 @@ temporaries and renamed only when both are complete.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import errno
+import functools
 import io
+import mmap
 import os
+import queue
 import signal
 import stat
 import threading
@@ -214,9 +218,12 @@ class _Initializer:
         return len(self.prefix) + (self.nbytes if self.offset is None else 0)
 
     def pieces(self) -> Iterator[memoryview]:
-        """The raw bytes; a lazy tensor's one row block at a time, each freed once written."""
+        """The raw bytes; a lazy tensor's one row block at a time, each freed once written. A
+        tensor's pages are asked for first (``_read_ahead``): a weight memory-mapped from a
+        checkpoint is then read from disk while the writes before it go on."""
         if isinstance(self.tensor, LazyTensor):
             return (_tensor_bytes(rows) for rows in self.tensor.chunks())
+        _read_ahead(self.tensor)
         return iter((_tensor_bytes(self.tensor),))
 
 
@@ -256,9 +263,113 @@ def _model_size(model: onnx.ModelProto, initializers: list[_Initializer]) -> int
     return rest + len(_key(_MODEL_GRAPH)) + len(_varint(graph_size)) + graph_size
 
 
-def _write_raw(stream, field: _Initializer) -> None:
+@functools.cache
+def _madvise():
+    """The C library's ``madvise``, or None where there is none to call."""
+    try:
+        advise = ctypes.CDLL(None, use_errno=True).madvise
+    except Exception:  # noqa: BLE001 - no C library to load (Windows): reading ahead is only a hint
+        return None
+    advise.argtypes, advise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return advise
+
+
+def _read_ahead(tensor: torch.Tensor) -> None:
+    """Ask the kernel to start reading ``tensor``'s pages (``MADV_WILLNEED``), without waiting.
+
+    For a weight mapped from a file (safetensors, ``torch.load(mmap=True)``), the reads then run
+    while earlier weights are written, instead of page by page as the write copies it; the pages
+    go to the page cache, which the kernel can drop again, never to the process's own memory. For
+    memory the process owns it does nothing."""
+    advise = _madvise()
+    if advise is None or not hasattr(mmap, "MADV_WILLNEED") or tensor.device.type != "cpu" or tensor.numel() == 0:
+        return
+    nbytes = tensor.numel() * tensor.element_size()
+    start = tensor.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
+    advise(start, tensor.data_ptr() + nbytes - start, mmap.MADV_WILLNEED)  # a hint: its result does not matter
+
+
+# Initializers of this many bytes and more have their raw bytes prepared by a background thread
+# (``_ahead``) while the writes before them go on; below, a thread would cost more than it saves.
+AHEAD_MIN_BYTES = 16 << 20
+# Pieces the background thread may have ready before the writer takes them: each is a view of a
+# tensor or a lazy tensor's row block (``lazy.CHUNK_BYTES``, or its own ``chunk_bytes``).
+AHEAD_PIECES = 2
+
+
+class _End:
+    """What ``_ahead``'s thread queues after the last item: the error that ended it, if any."""
+
+    def __init__(self, error: BaseException | None = None):
+        self.error = error
+
+
+def _ahead(items: Iterator, depth: int = AHEAD_PIECES) -> Iterator:
+    """The items of ``items``, produced by a background thread up to ``depth`` items before the
+    caller takes them: computing a transposed weight's next block (torch lets go of the GIL) and
+    reading a memory-mapped weight overlap the write of the one before. An error in the thread is
+    raised to the caller; the thread stops when the caller does (also on an error or a signal)."""
+    ready: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, which raises it
+            put(_End(error))
+            return
+        put(_End())
+
+    thread = threading.Thread(target=produce, name="torchscript_onnx weights ahead", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process limit, interpreter shutdown): in line
+        yield from items
+        return
+    try:
+        while True:
+            item = ready.get()
+            if isinstance(item, _End):
+                if item.error is not None:
+                    raise item.error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
+    """The raw bytes of ``fields`` in order, each field's pieces followed by None; prepared ahead
+    by a thread when they are large (``AHEAD_MIN_BYTES``)."""
+
+    def pieces() -> Iterator[memoryview | None]:
+        for field in fields:
+            yield from field.pieces()
+            yield None
+
+    if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
+        return pieces()
+    return _ahead(pieces())
+
+
+def _write_raw(stream, field: _Initializer, pieces: Iterator[memoryview | None]) -> None:
+    """Write ``field``'s raw bytes: the pieces up to the next None."""
     written = 0
-    for raw in field.pieces():
+    for raw in pieces:
+        if raw is None:
+            break
         stream.write(raw)
         written += raw.nbytes
     if written != field.nbytes:  # the header promised nbytes: a mismatch would corrupt the file
@@ -306,21 +417,36 @@ def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list
     stream.write(_key(_MODEL_GRAPH) + _varint(graph_size + sum(field.field_size for field in initializers)))
     for piece in message_pieces(model.graph):
         stream.write(piece)
-    for field in initializers:
-        stream.write(field.prefix)
-        if field.offset is None:
-            _write_raw(stream, field)
+    inline = [field for field in initializers if field.offset is None]
+    pieces = _raw_pieces(inline)
+    try:
+        for field in initializers:
+            stream.write(field.prefix)
+            if field.offset is None:
+                _write_raw(stream, field, pieces)
+    finally:
+        _close(pieces)
 
 
 def write_data(initializers: list[_Initializer], stream) -> None:
     """The external initializers' bytes, each at its offset (zero padding in between)."""
     end = 0
-    for field in initializers:
-        if field.offset is None:
-            continue
-        stream.write(bytes(field.offset - end))
-        _write_raw(stream, field)
-        end = field.offset + field.nbytes
+    external = [field for field in initializers if field.offset is not None]
+    pieces = _raw_pieces(external)
+    try:
+        for field in external:
+            stream.write(bytes(field.offset - end))
+            _write_raw(stream, field, pieces)
+            end = field.offset + field.nbytes
+    finally:
+        _close(pieces)
+
+
+def _close(pieces: Iterator) -> None:
+    """Stop ``_ahead``'s thread now rather than when the garbage collector finds the generator."""
+    close = getattr(pieces, "close", None)
+    if close is not None:
+        close()
 
 
 def _size_text(size: int) -> str:
