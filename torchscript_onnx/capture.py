@@ -10,9 +10,7 @@ afterwards, also when capture fails.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import functools
 import importlib
 import inspect
 import threading
@@ -21,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
 from .options import TrainingMode
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
@@ -278,28 +277,6 @@ def _check_arity(model, args: tuple) -> None:
             f"args do not fit the model's forward{signature}: {error} (args give {len(args)} positional "
             "value(s); a trailing dict in args or kwargs= gives keyword arguments)"
         ) from None
-
-
-@functools.cache
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except Exception:  # noqa: BLE001 - not glibc (or no C library to load): nothing to trim
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-def release_free_memory() -> None:
-    """Give the pages of the C heap's free blocks back to the OS (glibc; a no-op elsewhere).
-
-    Freed blocks keep their pages until then: a block the tracer has put one small allocation
-    into no longer fits the next intermediate of the same size, which takes new pages instead.
-    About 0.2 ms a call (GPT-2's heap)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 _TRIM_INTERVAL_S = 0.05

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
+from .heap import release_free_memory
+
 # Rows computed at once are at most this many bytes (at least one row): two blocks are alive at
 # once while writing, small next to the weights of any model worth folding. At most 128 KiB:
 # glibc serves larger blocks by mmap and, once one is freed, keeps later ones on the heap, which
@@ -91,6 +93,10 @@ class LazyTensor:
         step = max(1, max_bytes // row_bytes)
         for start in range(0, self.shape[0], step):
             yield self._rows(start, min(start + step, self.shape[0])).contiguous()
+        if max_bytes > CHUNK_BYTES and self.numel() * self.element_size() > max_bytes:
+            # Blocks of a few MB stay in the heap once freed (glibc serves them from the heap after
+            # the first is unmapped): give them back before the next tensor's blocks are computed.
+            release_free_memory()
 
     def __repr__(self) -> str:
         return f"LazyTensor({self._fn.__qualname__}, {self.dtype}, {list(self.shape)})"

@@ -22,8 +22,9 @@ from .subgraphs import subgraph_references
 
 # Rows of a transposed weight computed at once (see ``transposed_rows``): at 128 KiB a block of
 # TinyLlama's 32000 x 2048 output projection is four source columns, and every block reads all
-# 32000 rows of the source for 16 bytes each, about 4x slower than 8 MiB blocks.
-TRANSPOSE_CHUNK_BYTES = 8 << 20
+# 32000 rows of the source for 16 bytes each, about 4x slower than blocks of 4 MiB (and more
+# gains little: 8 MiB ran as fast).
+TRANSPOSE_CHUNK_BYTES = 4 << 20
 
 
 def transposed_rows(sources, start: int, stop: int, perm: tuple) -> torch.Tensor:
