@@ -15,7 +15,7 @@ run on inputs of other sizes than traced (past-key-values decoders: two decode s
 step 1 fed back as the pasts of step 2), the max abs difference against PyTorch over all outputs, and
 the median CPU time of ``--ort-runs`` runs (fewer for models over 1 GB).
 
-The parent watches each child's RSS and kills it past ``--mem-cap-gb`` (default: what the machine has
+The parent watches each child's ``RssAnon`` (not the page cache of mapped files) and kills it past ``--mem-cap-gb`` (default: what the machine has
 available when the run starts, less 3 GB) or when the machine's available memory falls below
 ``--min-available-gb`` (default 0.5: other processes grow too), so an export that would exhaust the
 shared machine shows as "killed" with the RSS it reached rather than taking other processes down.
@@ -30,6 +30,16 @@ Models:
   inputs ``input_ids, attention_mask, position_ids, past_key_values.{i}.key/value``, outputs
   ``logits, present.{i}.key/value``, dynamic batch, sequence and past sequence (traced at batch 2,
   3 new tokens after 4 cached; run at batch 3, 5 new after 7 cached, then 1 new token).
+- ``llama_13b_bf16``: Llama-2-13B's dimensions in bfloat16 (26 GB, larger than the machine's memory),
+  written once into ``--scratch`` as safetensors shards layer by layer (``bench.checkpoints``) and
+  loaded memory-mapped by ``from_pretrained``; not run in onnxruntime (it would load 26 GB): three
+  decoder layers' weights in the written file are compared bit for bit with the model's instead.
+- ``llama_small_mmap``: a 30M-parameter fp32 Llama loaded the same way, checked in onnxruntime.
+
+After the export: the floor, one no-grad forward pass at the traced size (a model in memory) or one
+read of the checkpoint files from the disk (memory-mapped; their page cache dropped first, as before
+the export), plus one sequential buffered write of the bytes the export wrote, with ``fsync``; and,
+for ours, the export's phases (capture, prepare, convert, optimize, serialize, write).
 
 The table goes to stdout and bench/results/llm.md, every record to bench/results/llm.json.
 """
