@@ -341,6 +341,7 @@ def measure_here(name, exporter, opset, ort_runs, ort_runs_large, scratch=None) 
             record["phases_s"] = {label: sum(times) for label, times in phases.items()}
         if record["error"] is not None:
             return record
+        print(MARKER + json.dumps(record), flush=True)  # the export's figures, before the checks
         files = sorted(os.listdir(out_dir))
         record["files"] = len(files)
         record["bytes"] = sum(os.path.getsize(os.path.join(out_dir, f)) for f in files)
@@ -445,6 +446,11 @@ def _check_in_onnxruntime(case, record, path, reference, ort_runs, ort_runs_larg
     record["ort_runs"] = runs
 
 
+# A child is killed when the machine runs low on memory only if it holds this much of its own: one
+# that holds less (ours on a memory-mapped model) is not what exhausts the machine.
+SHARE_WORTH_KILLING = 2**30
+
+
 def _child_anon(pid) -> int:
     """The child's ``RssAnon``: its own memory. A model memory-mapped from its checkpoint also has
     the files' pages in its RSS, which are page cache the kernel can drop, so the cap is on this."""
@@ -480,7 +486,7 @@ def measure(name, exporter, opset, *, timeout, mem_cap, ort_runs, ort_runs_large
             available = _available_bytes()
             if anon > mem_cap:
                 watch["killed"] = f"killed: RssAnon {anon / 2**30:.1f} GB passed the cap of {mem_cap / 2**30:.1f} GB"
-            elif available < min_available:
+            elif available < min_available and anon > SHARE_WORTH_KILLING:
                 watch["killed"] = (f"killed: the machine's available memory fell to {available / 2**30:.2f} GB "
                                    f"(floor {min_available / 2**30:.2f} GB) at RssAnon {anon / 2**30:.1f} GB")
             elif time.perf_counter() - start > timeout:
@@ -495,12 +501,16 @@ def measure(name, exporter, opset, *, timeout, mem_cap, ort_runs, ort_runs_large
     stdout, stderr = proc.communicate()
     thread.join()
     wall = time.perf_counter() - start
-    for line in stdout.splitlines():
-        if line.startswith(MARKER):
-            record = json.loads(line[len(MARKER):])
-            record["wall_s"] = wall
-            record["child_max_anon"] = watch["max_anon"]
-            return record
+    # The child prints its record after the export and again when every check is done: a child
+    # killed during the checks still gives the export's figures (and says it was killed).
+    lines = [line for line in stdout.splitlines() if line.startswith(MARKER)]
+    if lines:
+        record = json.loads(lines[-1][len(MARKER):])
+        record["wall_s"] = wall
+        record["child_max_anon"] = watch["max_anon"]
+        if watch["killed"] or proc.returncode:
+            record["error"] = (watch["killed"] or f"subprocess exit {proc.returncode}") + " after the export"
+        return record
     tail = (stderr.strip().splitlines() or ["no output"])[-1]
     error = watch["killed"] or f"subprocess exit {proc.returncode}: {tail}"[:300]
     return {"model": name, "exporter": exporter, "opset": opset, "error": error, "wall_s": wall,

@@ -3,9 +3,14 @@
 The model is encoded without its initializers by protobuf; each initializer is then appended by
 hand as a ``GraphProto.initializer`` field whose ``raw_data`` bytes come from the tensor's own
 memory. The protobuf wire format allows exactly this (the graph field's length is known up front),
-so no copy of the weights is ever built in memory. Paths are written atomically: a temporary file
-beside the target, renamed over it only when complete (through a symlink to its final target,
-keeping an existing file's mode; devices and FIFOs are written in place, without a rename).
+so no copy of the weights is ever built in memory: a weight memory-mapped from a checkpoint
+(safetensors, ``torch.load(mmap=True)``) is written from the file's pages, which the kernel reads
+ahead while the weight before it is written (``_read_ahead``), and a background thread prepares
+the next piece (a lazy tensor's next row block) during each write (``_ahead``).
+
+Paths are written atomically: a temporary file beside the target, renamed over it only when
+complete (through a symlink to its final target, keeping an existing file's mode; devices and
+FIFOs are written in place, without a rename).
 
 A model of 2 GiB or more (protobuf's limit) keeps its weights as external data: the tensors' bytes
 in one file next to the model, ``<model file name>.data``, each at an aligned offset, and the
