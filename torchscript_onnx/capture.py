@@ -21,6 +21,7 @@ import torch
 
 from .heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
 from .options import TrainingMode
+from .pages import read_ahead_while_tracing
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
 from .prepare.script import fold_attribute_reads, inline_functions, inline_methods, specialize
@@ -368,7 +369,8 @@ def _source_ranges_shared_while_tracing() -> Iterator[None]:
 
 def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool = True) -> Captured:
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
-            _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad():
+            _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad(), \
+            read_ahead_while_tracing(model):
         if _has_packed_params(model):
             # Packed quantized weights are not tensors: tracing cannot pass them as graph inputs.
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.

@@ -48,6 +48,11 @@ class LazyTensor:
         self.chunk_bytes = chunk_bytes
 
     @property
+    def sources(self) -> tuple:
+        """The tensors (and lazy tensors) the recipe reads."""
+        return self._sources
+
+    @property
     def key(self) -> tuple:
         """Equal keys mean equal values (the sources are the same objects, kept alive here)."""
         sources = tuple(

@@ -5,7 +5,7 @@ hand as a ``GraphProto.initializer`` field whose ``raw_data`` bytes come from th
 memory. The protobuf wire format allows exactly this (the graph field's length is known up front),
 so no copy of the weights is ever built in memory: a weight memory-mapped from a checkpoint
 (safetensors, ``torch.load(mmap=True)``) is written from the file's pages, which the kernel reads
-ahead while the weight before it is written (``_read_ahead``), and a background thread prepares
+ahead while the weight before it is written (``pages.read_ahead``), and a background thread prepares
 the next piece (a lazy tensor's next row block) during each write (``_ahead``).
 
 Paths are written atomically: a temporary file beside the target, renamed over it only when
@@ -21,12 +21,9 @@ temporaries and renamed only when both are complete.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import errno
-import functools
 import io
-import mmap
 import os
 import queue
 import signal
@@ -38,7 +35,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import dtypes, progress
+from . import dtypes, pages, progress
 from .ir import Graph, Value
 from .lazy import LazyTensor
 
@@ -223,13 +220,14 @@ class _Initializer:
         return len(self.prefix) + (self.nbytes if self.offset is None else 0)
 
     def pieces(self) -> Iterator[memoryview]:
-        """The raw bytes; a lazy tensor's one row block at a time, each freed once written. A
-        tensor's pages are asked for first (``_read_ahead``): a weight memory-mapped from a
-        checkpoint is then read from disk while the writes before it go on."""
+        """The raw bytes; a lazy tensor's one row block at a time, each freed once written."""
         if isinstance(self.tensor, LazyTensor):
             return (_tensor_bytes(rows) for rows in self.tensor.chunks())
-        _read_ahead(self.tensor)
         return iter((_tensor_bytes(self.tensor),))
+
+    def sources(self) -> list:
+        """The tensors its bytes are read from: itself, or a lazy tensor's sources."""
+        return list(self.tensor.sources) if isinstance(self.tensor, LazyTensor) else [self.tensor]
 
 
 def _aligned(offset: int, nbytes: int) -> int:
@@ -266,32 +264,6 @@ def _model_size(model: onnx.ModelProto, initializers: list[_Initializer]) -> int
                                if model.HasField("graph") else 0)
     graph_size += sum(field.field_size for field in initializers)
     return rest + len(_key(_MODEL_GRAPH)) + len(_varint(graph_size)) + graph_size
-
-
-@functools.cache
-def _madvise():
-    """The C library's ``madvise``, or None where there is none to call."""
-    try:
-        advise = ctypes.CDLL(None, use_errno=True).madvise
-    except Exception:  # noqa: BLE001 - no C library to load (Windows): reading ahead is only a hint
-        return None
-    advise.argtypes, advise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
-    return advise
-
-
-def _read_ahead(tensor: torch.Tensor) -> None:
-    """Ask the kernel to start reading ``tensor``'s pages (``MADV_WILLNEED``), without waiting.
-
-    For a weight mapped from a file (safetensors, ``torch.load(mmap=True)``), the reads then run
-    while earlier weights are written, instead of page by page as the write copies it; the pages
-    go to the page cache, which the kernel can drop again, never to the process's own memory. For
-    memory the process owns it does nothing."""
-    advise = _madvise()
-    if advise is None or not hasattr(mmap, "MADV_WILLNEED") or tensor.device.type != "cpu" or tensor.numel() == 0:
-        return
-    nbytes = tensor.numel() * tensor.element_size()
-    start = tensor.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
-    advise(start, tensor.data_ptr() + nbytes - start, mmap.MADV_WILLNEED)  # a hint: its result does not matter
 
 
 # Initializers of this many bytes and more have their raw bytes prepared by a background thread
@@ -361,7 +333,11 @@ def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
     by a thread when they are large (``AHEAD_MIN_BYTES``)."""
 
     def pieces() -> Iterator[memoryview | None]:
-        for field in fields:
+        if fields:
+            pages.read_ahead(fields[0].sources())
+        for k, field in enumerate(fields):
+            if k + 1 < len(fields):  # read from the disk while this one is computed and written
+                pages.read_ahead(fields[k + 1].sources())
             yield from field.pieces()
             yield None
 
