@@ -19,7 +19,7 @@ import torch
 
 import torchscript_onnx as tso
 from bench import decoders
-from torchscript_onnx import serialize
+from torchscript_onnx import pages, serialize
 from torchscript_onnx.lazy import LazyTensor
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -94,6 +94,9 @@ def test_mapped_llama_matches_eager_and_is_written_from_the_mapping(loader, tmp_
     model = load(os.fspath(tmp_path / "checkpoint"))
     ranges = _file_mappings(suffix)
     assert all(_mapped(p, ranges) for p in model.parameters())  # the loader gave views of the file
+    # what the export asks the kernel to read ahead: these, and never the process's own memory
+    assert len(pages.mapped_from_files(model.parameters())) == len(list(model.parameters()))
+    assert pages.mapped_from_files([torch.ones(1000)]) == []
     written = []
     pieces = serialize._Initializer.pieces
 

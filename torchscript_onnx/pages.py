@@ -15,6 +15,7 @@ and the writer, which reads each initializer's tensor (or a transposed weight's 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import functools
@@ -42,7 +43,8 @@ def _madvise():
 
 
 def read_ahead(tensors: Iterable) -> None:
-    """Ask the kernel to start reading the pages of these CPU tensors, without waiting for them."""
+    """Ask the kernel to start reading the pages of these CPU tensors, without waiting for them
+    (pass only ``mapped_from_files`` ones)."""
     advise = _madvise()
     if advise is None:
         return
@@ -52,6 +54,39 @@ def read_ahead(tensors: Iterable) -> None:
         start = tensor.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
         end = tensor.data_ptr() + tensor.numel() * tensor.element_size()
         advise(start, end - start, mmap.MADV_WILLNEED)  # a hint: its result does not matter
+
+
+def _file_ranges() -> list[tuple[int, int]]:
+    """Sorted address ranges of this process's mappings of files (Linux; elsewhere none)."""
+    ranges = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and parts[4] != "0" and parts[5].startswith("/"):
+                    low, high = parts[0].split("-")
+                    ranges.append((int(low, 16), int(high, 16)))
+    except OSError:
+        return []
+    return sorted(ranges)
+
+
+def mapped_from_files(tensors: Iterable) -> list[torch.Tensor]:
+    """Those of ``tensors`` that are views of a file's pages. Only those are worth advising: on the
+    process's own memory the advice reads nothing, yet costs a walk of the tensor's page tables
+    (it made tracing a 0.9 GB model in memory three times slower)."""
+    if _madvise() is None:
+        return []
+    ranges = _file_ranges()
+    starts = [low for low, _ in ranges]
+    found = []
+    for tensor in tensors:
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.numel() == 0:
+            continue
+        k = bisect.bisect_right(starts, tensor.data_ptr()) - 1
+        if k >= 0 and tensor.data_ptr() < ranges[k][1]:
+            found.append(tensor)
+    return found
 
 
 def _nbytes(tensors) -> int:
@@ -71,6 +106,12 @@ def read_ahead_while_tracing(model) -> Iterator[None]:
     owners = [(module, [t for t in tensors if t is not None]) for module, tensors in owners]
     owners = [(module, tensors) for module, tensors in owners if tensors]
     if _nbytes(t for _, tensors in owners for t in tensors) < AHEAD_BYTES:
+        yield
+        return
+    mapped = {id(t) for t in mapped_from_files(t for _, tensors in owners for t in tensors)}
+    owners = [(module, [t for t in tensors if id(t) in mapped]) for module, tensors in owners]
+    owners = [(module, tensors) for module, tensors in owners if tensors]
+    if not owners:  # a model in the process's own memory: nothing to read from a disk
         yield
         return
     position = {id(module): k for k, (module, _) in enumerate(owners)}

@@ -332,18 +332,18 @@ def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
     """The raw bytes of ``fields`` in order, each field's pieces followed by None; prepared ahead
     by a thread when they are large (``AHEAD_MIN_BYTES``)."""
 
-    def pieces() -> Iterator[memoryview | None]:
+    def pieces(mapped: set[int]) -> Iterator[memoryview | None]:
         if fields:
-            pages.read_ahead(fields[0].sources())
+            pages.read_ahead(t for t in fields[0].sources() if id(t) in mapped)
         for k, field in enumerate(fields):
             if k + 1 < len(fields):  # read from the disk while this one is computed and written
-                pages.read_ahead(fields[k + 1].sources())
+                pages.read_ahead(t for t in fields[k + 1].sources() if id(t) in mapped)
             yield from field.pieces()
             yield None
 
     if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
-        return pieces()
-    return _ahead(pieces())
+        return pieces(set())
+    return _ahead(pieces({id(t) for t in pages.mapped_from_files(s for f in fields for s in f.sources())}))
 
 
 def _write_raw(stream, field: _Initializer, pieces: Iterator[memoryview | None]) -> None:
