@@ -18,8 +18,9 @@ the Identity nodes that keep the names of a fresh model's equal initializers (ze
 weights of ones) that ours and legacy merge.
 
 Models: the transformer sizes users run (BERT-base, RoBERTa-base, GPT-2 small, T5-small, a 4-layer
-Llama of hidden size 512, Whisper-tiny's encoder; random weights from ``transformers`` configs,
-nothing downloaded), a small UNet in plain ``torch.nn``, and any model of ``bench.models``.
+Llama of hidden size 512, Whisper-tiny's encoder, Swin-tiny at 224 x 224; random weights from
+``transformers`` configs, nothing downloaded), a small UNet in plain ``torch.nn``, and any model of
+``bench.models``.
 """
 
 from __future__ import annotations
@@ -163,13 +164,21 @@ class SmallUNet(nn.Module):
         return self.head(h)
 
 
+def _swin_tiny():
+    from transformers import SwinConfig, SwinModel
+
+    config = SwinConfig()  # swin-tiny-patch4-window7-224: embed 96, depths 2-2-6-2, heads 3-6-12-24
+    return ByKeyword(SwinModel(config), ["pixel_values"]), (torch.randn(1, 3, 224, 224,
+                                                                          generator=torch.Generator().manual_seed(0)),)
+
+
 def _unet_small():
     return SmallUNet(), (torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0)),)
 
 
 MODELS = {
     "bert_base": _bert_base, "roberta_base": _roberta_base, "gpt2": _gpt2, "llama": _llama, "t5_small": _t5_small,
-    "whisper_tiny_encoder": _whisper_tiny_encoder, "unet_small": _unet_small,
+    "whisper_tiny_encoder": _whisper_tiny_encoder, "unet_small": _unet_small, "swin_tiny": _swin_tiny,
 }
 # The transformers among them, whose node counts are held to dynamo's (bench.run).
 TRANSFORMERS = ("bert_base", "roberta_base", "gpt2", "llama", "t5_small", "whisper_tiny_encoder")

@@ -15,7 +15,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "torchscript_onnx"
 
-BUILDER = {"ir", "compat", "context", "shapes", "folding", "onnx_ops", "dtypes", "errors", "lazy", "mutation",
+BUILDER = {"ir", "heap", "pages", "compat", "context", "shapes", "folding", "onnx_ops", "dtypes", "errors", "lazy", "mutation",
            "jit_walk", "options"}
 
 

@@ -370,12 +370,12 @@ CHILD = textwrap.dedent("""
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     exported = build(Big().eval(), (torch.ones(1, 8192),))
     write_raw = serialize._write_raw
-    def slow_write_raw(stream, field):
+    def slow_write_raw(stream, field, pieces):
         if field.nbytes > 2**20:
             stream.write(bytes(2**20))
             print("writing", flush=True)
             time.sleep(120)
-        write_raw(stream, field)
+        write_raw(stream, field, pieces)
     serialize._write_raw = slow_write_raw
     exported.save({path!r}, external_data={external_data!r})
     print("finished", flush=True)

@@ -10,9 +10,7 @@ afterwards, also when capture fails.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import functools
 import importlib
 import inspect
 import os
@@ -23,7 +21,9 @@ from typing import Any
 import torch
 
 from . import hf_cache
+from .heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
 from .options import TrainingMode
+from .pages import read_ahead_while_tracing
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
 from .prepare.script import dict_outputs_to_tuples, fold_attribute_reads, inline_functions, inline_methods, specialize
@@ -366,28 +366,6 @@ def _check_arity(model, args: tuple) -> None:
         ) from None
 
 
-@functools.cache
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None where the C library has none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except Exception:  # noqa: BLE001 - not glibc (or no C library to load): nothing to trim
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-def release_free_memory() -> None:
-    """Give the pages of the C heap's free blocks back to the OS (glibc; a no-op elsewhere).
-
-    Freed blocks keep their pages until then: a block the tracer has put one small allocation
-    into no longer fits the next intermediate of the same size, which takes new pages instead.
-    About 0.2 ms a call (GPT-2's heap)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
 _TRIM_INTERVAL_S = 0.05
 
 
@@ -481,7 +459,8 @@ def capture(model, args: tuple, training: TrainingMode, autograd_inlining: bool 
     also when args give None for them (ONNX optionals, opset 15 on); else a None binds its
     parameter to None."""
     with select_model_mode_for_export(model, training), _state_preserved(model), _export_flags(model), \
-            _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad():
+            _heap_released_while_tracing(), _source_ranges_shared_while_tracing(), torch.no_grad(), \
+            read_ahead_while_tracing(model):
         if _has_packed_params(model):
             # Packed quantized weights are not tensors: tracing cannot pass them as graph inputs.
             # torch.jit.trace keeps them as module attributes; the symbolics unpack them.

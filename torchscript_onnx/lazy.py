@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
+from .heap import release_free_memory
+
 # Rows computed at once are at most this many bytes (at least one row): two blocks are alive at
 # once while writing, small next to the weights of any model worth folding. At most 128 KiB:
 # glibc serves larger blocks by mmap and, once one is freed, keeps later ones on the heap, which
@@ -34,12 +36,21 @@ class LazyTensor:
     is_quantized = False
 
     def __init__(self, shape: Sequence[int], dtype: torch.dtype, fn: RowFunction,
-                 sources: Sequence[torch.Tensor | LazyTensor | None], args: tuple = ()):
+                 sources: Sequence[torch.Tensor | LazyTensor | None], args: tuple = (),
+                 chunk_bytes: int | None = None):
         self.shape = torch.Size(shape)
         self.dtype = dtype
         self._fn = fn
         self._sources = tuple(sources)
         self._args = tuple(args)
+        # ``chunks``' default block size: a recipe that runs faster on larger blocks (a transpose,
+        # which reads a column block of its source) asks for more than ``CHUNK_BYTES``.
+        self.chunk_bytes = chunk_bytes
+
+    @property
+    def sources(self) -> tuple:
+        """The tensors (and lazy tensors) the recipe reads."""
+        return self._sources
 
     @property
     def key(self) -> tuple:
@@ -77,8 +88,9 @@ class LazyTensor:
 
     def chunks(self, max_bytes: int | None = None) -> Iterator[torch.Tensor]:
         """Contiguous row blocks along dim 0 that concatenate to the tensor, each computed on demand
-        (at most ``max_bytes``, default ``CHUNK_BYTES``, each)."""
-        max_bytes = CHUNK_BYTES if max_bytes is None else max_bytes
+        (at most ``max_bytes`` each; default: the tensor's ``chunk_bytes``, else ``CHUNK_BYTES``)."""
+        if max_bytes is None:
+            max_bytes = self.chunk_bytes or CHUNK_BYTES
         if not self.shape or self.shape[0] == 0:
             yield self.materialize()
             return
@@ -86,6 +98,10 @@ class LazyTensor:
         step = max(1, max_bytes // row_bytes)
         for start in range(0, self.shape[0], step):
             yield self._rows(start, min(start + step, self.shape[0])).contiguous()
+        if max_bytes > CHUNK_BYTES and self.numel() * self.element_size() > max_bytes:
+            # Blocks of a few MB stay in the heap once freed (glibc serves them from the heap after
+            # the first is unmapped): give them back before the next tensor's blocks are computed.
+            release_free_memory()
 
     def __repr__(self) -> str:
         return f"LazyTensor({self._fn.__qualname__}, {self.dtype}, {list(self.shape)})"

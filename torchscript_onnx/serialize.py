@@ -3,9 +3,14 @@
 The model is encoded without its initializers by protobuf; each initializer is then appended by
 hand as a ``GraphProto.initializer`` field whose ``raw_data`` bytes come from the tensor's own
 memory. The protobuf wire format allows exactly this (the graph field's length is known up front),
-so no copy of the weights is ever built in memory. Paths are written atomically: a temporary file
-beside the target, renamed over it only when complete (through a symlink to its final target,
-keeping an existing file's mode; devices and FIFOs are written in place, without a rename).
+so no copy of the weights is ever built in memory: a weight memory-mapped from a checkpoint
+(safetensors, ``torch.load(mmap=True)``) is written from the file's pages, which the kernel reads
+ahead while the weight before it is written (``pages.read_ahead``), and a background thread prepares
+the next piece (a lazy tensor's next row block) during each write (``_ahead``).
+
+Paths are written atomically: a temporary file beside the target, renamed over it only when
+complete (through a symlink to its final target, keeping an existing file's mode; devices and
+FIFOs are written in place, without a rename).
 
 A model of 2 GiB or more (protobuf's limit) keeps its weights as external data: the tensors' bytes
 in one file next to the model, ``<model file name>.data``, each at an aligned offset, and the
@@ -20,6 +25,7 @@ import dataclasses
 import errno
 import io
 import os
+import queue
 import signal
 import stat
 import threading
@@ -29,7 +35,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import dtypes, progress
+from . import dtypes, pages, progress
 from .ir import Graph, Value
 from .lazy import LazyTensor
 
@@ -219,6 +225,10 @@ class _Initializer:
             return (_tensor_bytes(rows) for rows in self.tensor.chunks())
         return iter((_tensor_bytes(self.tensor),))
 
+    def sources(self) -> list:
+        """The tensors its bytes are read from: itself, or a lazy tensor's sources."""
+        return list(self.tensor.sources) if isinstance(self.tensor, LazyTensor) else [self.tensor]
+
 
 def _aligned(offset: int, nbytes: int) -> int:
     step = ALIGNMENT if nbytes >= ALIGNMENT else PAGE_SIZE
@@ -256,9 +266,92 @@ def _model_size(model: onnx.ModelProto, initializers: list[_Initializer]) -> int
     return rest + len(_key(_MODEL_GRAPH)) + len(_varint(graph_size)) + graph_size
 
 
-def _write_raw(stream, field: _Initializer) -> None:
+# Initializers of this many bytes and more have their raw bytes prepared by a background thread
+# (``_ahead``) while the writes before them go on; below, a thread would cost more than it saves.
+AHEAD_MIN_BYTES = 16 << 20
+# Pieces the background thread may have ready before the writer takes them: each is a view of a
+# tensor or a lazy tensor's row block (``lazy.CHUNK_BYTES``, or its own ``chunk_bytes``). One is
+# enough to overlap; each more kept about 12 MB more of the heap while transposed weights were written.
+AHEAD_PIECES = 1
+
+
+class _End:
+    """What ``_ahead``'s thread queues after the last item: the error that ended it, if any."""
+
+    def __init__(self, error: BaseException | None = None):
+        self.error = error
+
+
+def _ahead(items: Iterator, depth: int = AHEAD_PIECES) -> Iterator:
+    """The items of ``items``, produced by a background thread up to ``depth`` items before the
+    caller takes them: computing a transposed weight's next block (torch lets go of the GIL) and
+    reading a memory-mapped weight overlap the write of the one before. An error in the thread is
+    raised to the caller; the thread stops when the caller does (also on an error or a signal)."""
+    ready: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, which raises it
+            put(_End(error))
+            return
+        put(_End())
+
+    thread = threading.Thread(target=produce, name="torchscript_onnx weights ahead", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process limit, interpreter shutdown): in line
+        yield from items
+        return
+    try:
+        while True:
+            item = ready.get()
+            if isinstance(item, _End):
+                if item.error is not None:
+                    raise item.error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
+    """The raw bytes of ``fields`` in order, each field's pieces followed by None; prepared ahead
+    by a thread when they are large (``AHEAD_MIN_BYTES``)."""
+
+    def pieces(mapped: set[int]) -> Iterator[memoryview | None]:
+        if fields:
+            pages.read_ahead(t for t in fields[0].sources() if id(t) in mapped)
+        for k, field in enumerate(fields):
+            if k + 1 < len(fields):  # read from the disk while this one is computed and written
+                pages.read_ahead(t for t in fields[k + 1].sources() if id(t) in mapped)
+            yield from field.pieces()
+            yield None
+
+    if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
+        return pieces(set())
+    return _ahead(pieces({id(t) for t in pages.mapped_from_files(s for f in fields for s in f.sources())}))
+
+
+def _write_raw(stream, field: _Initializer, pieces: Iterator[memoryview | None]) -> None:
+    """Write ``field``'s raw bytes: the pieces up to the next None."""
     written = 0
-    for raw in field.pieces():
+    for raw in pieces:
+        if raw is None:
+            break
         stream.write(raw)
         written += raw.nbytes
     if written != field.nbytes:  # the header promised nbytes: a mismatch would corrupt the file
@@ -306,21 +399,36 @@ def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list
     stream.write(_key(_MODEL_GRAPH) + _varint(graph_size + sum(field.field_size for field in initializers)))
     for piece in message_pieces(model.graph):
         stream.write(piece)
-    for field in initializers:
-        stream.write(field.prefix)
-        if field.offset is None:
-            _write_raw(stream, field)
+    inline = [field for field in initializers if field.offset is None]
+    pieces = _raw_pieces(inline)
+    try:
+        for field in initializers:
+            stream.write(field.prefix)
+            if field.offset is None:
+                _write_raw(stream, field, pieces)
+    finally:
+        _close(pieces)
 
 
 def write_data(initializers: list[_Initializer], stream) -> None:
     """The external initializers' bytes, each at its offset (zero padding in between)."""
     end = 0
-    for field in initializers:
-        if field.offset is None:
-            continue
-        stream.write(bytes(field.offset - end))
-        _write_raw(stream, field)
-        end = field.offset + field.nbytes
+    external = [field for field in initializers if field.offset is not None]
+    pieces = _raw_pieces(external)
+    try:
+        for field in external:
+            stream.write(bytes(field.offset - end))
+            _write_raw(stream, field, pieces)
+            end = field.offset + field.nbytes
+    finally:
+        _close(pieces)
+
+
+def _close(pieces: Iterator) -> None:
+    """Stop ``_ahead``'s thread now rather than when the garbage collector finds the generator."""
+    close = getattr(pieces, "close", None)
+    if close is not None:
+        close()
 
 
 def _size_text(size: int) -> str:

@@ -155,3 +155,42 @@ def test_attention(case, opset):
 @pytest.mark.parametrize("case, opset", below_min_params([c for c in CASES if c.name == "sdpa_causal_dynamic"]))
 def test_attention_below_min_opset(case, opset):
     run_below_min(case, opset)
+
+
+class ConstantBias(nn.Module):
+    """sdpa with a float mask known at export time (Swin's relative position bias is one)."""
+
+    def __init__(self, bias):
+        super().__init__()
+        self.register_buffer("bias", bias)
+
+    def forward(self, q, k, v):
+        return SDPA(q, k, v, attn_mask=self.bias)
+
+
+def _fully_masked_row(bias):
+    bias[1, :] = float("-inf")
+    return bias
+
+
+# (name, bias, Where nodes the guard of empty rows adds)
+CONSTANT_BIASES = [("no_empty_row", torch.randn(4, 5), 0), ("an_empty_row", _fully_masked_row(torch.randn(4, 5)), 1)]
+
+
+@pytest.mark.parametrize("name, bias, guards", CONSTANT_BIASES, ids=[c[0] for c in CONSTANT_BIASES])
+def test_a_constant_mask_without_empty_rows_needs_no_guard(name, bias, guards):
+    import io
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    import torchscript_onnx as tso
+
+    model, inputs = ConstantBias(bias).eval(), qkv()()
+    buffer = io.BytesIO()
+    tso.export(model, inputs, buffer, opset_version=17, input_names=["q", "k", "v"])
+    assert sum(n.op_type == "Where" for n in onnx.load_from_string(buffer.getvalue()).graph.node) == guards
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    got = session.run(None, dict(zip(["q", "k", "v"], (t.numpy() for t in inputs))))[0]
+    np.testing.assert_allclose(got, model(*inputs).numpy(), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,188 @@
+"""Models whose weights are memory-mapped from a checkpoint export without copying them.
+
+A model loaded from safetensors shards (``from_pretrained``) or with ``torch.load(mmap=True)`` +
+``load_state_dict(assign=True)`` holds views of the files' pages. The export writes such a weight
+from those pages, computes transposed weights a block at a time, and never takes a copy of a
+weight into the process's own (anonymous) memory: checked here by where the written tensors live
+and by the growth of ``RssAnon`` during the export of a model of a few hundred MB.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+import torchscript_onnx as tso
+from bench import decoders
+from torchscript_onnx import pages, serialize
+from torchscript_onnx.lazy import LazyTensor
+
+safetensors_torch = pytest.importorskip("safetensors.torch")
+linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps and status")
+
+
+def _file_mappings(suffix: str) -> list[tuple[int, int]]:
+    """Address ranges of this process's mappings of files whose name ends with ``suffix``."""
+    ranges = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and parts[5].endswith(suffix):
+                low, high = (int(x, 16) for x in parts[0].split("-"))
+                ranges.append((low, high))
+    return ranges
+
+
+def _mapped(tensor: torch.Tensor, ranges) -> bool:
+    start, end = tensor.data_ptr(), tensor.data_ptr() + tensor.numel() * tensor.element_size()
+    return any(low <= start and end <= high for low, high in ranges)
+
+
+def _llama():
+    """A Llama whose every linear weight has more than ``folding.MAX_FOLDED_ELEMENTS`` (smaller
+    transposed weights are folded while the graph is built, as small copies)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, hidden_size=320, intermediate_size=640, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    return LlamaForCausalLM(config).eval()
+
+
+def _llama_from_shards(folder) -> torch.nn.Module:
+    from transformers import LlamaForCausalLM
+
+    model = _llama()
+    model.save_pretrained(folder, max_shard_size="2MB")  # several shards
+    assert len([n for n in os.listdir(folder) if n.endswith(".safetensors")]) > 1
+    return LlamaForCausalLM.from_pretrained(folder, attn_implementation="sdpa").eval()
+
+
+def _llama_from_torch_load(folder) -> torch.nn.Module:
+    from transformers import LlamaForCausalLM
+
+    model = _llama()
+    os.makedirs(folder)
+    path = os.path.join(folder, "weights.pt")
+    torch.save(model.state_dict(), path)
+    with torch.device("meta"):
+        mapped = LlamaForCausalLM(model.config)
+    mapped.load_state_dict(torch.load(path, mmap=True, weights_only=True), assign=True)
+    # Buffers that are not in the state_dict (the rotary inverse frequencies) stay on the meta device.
+    for module_name, module in mapped.named_modules():
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None and buffer.is_meta:
+                module._buffers[name] = model.get_buffer(f"{module_name}.{name}" if module_name else name)
+    mapped.config._attn_implementation = "sdpa"
+    return mapped.eval()
+
+
+LOADERS = {"safetensors_from_pretrained": (_llama_from_shards, ".safetensors"),
+           "torch_load_mmap": (_llama_from_torch_load, "weights.pt")}
+
+
+@linux_only
+@pytest.mark.parametrize("loader", LOADERS, ids=list(LOADERS))
+def test_mapped_llama_matches_eager_and_is_written_from_the_mapping(loader, tmp_path, monkeypatch):
+    load, suffix = LOADERS[loader]
+    model = load(os.fspath(tmp_path / "checkpoint"))
+    ranges = _file_mappings(suffix)
+    assert all(_mapped(p, ranges) for p in model.parameters())  # the loader gave views of the file
+    # what the export asks the kernel to read ahead: these, and never the process's own memory
+    assert len(pages.mapped_from_files(model.parameters())) == len(list(model.parameters()))
+    assert pages.mapped_from_files([torch.ones(1000)]) == []
+    written = []
+    pieces = serialize._Initializer.pieces
+
+    def recorded(field):
+        written.append(field.tensor)
+        return pieces(field)
+
+    monkeypatch.setattr(serialize._Initializer, "pieces", recorded)
+    wrapped = decoders.LogitsOnly(model)
+    args = (torch.randint(1, 256, (1, 5)), torch.ones(1, 5, dtype=torch.long))
+    path = tmp_path / "out" / "m.onnx"
+    path.parent.mkdir()
+    tso.export(wrapped, args, path, opset_version=18, external_data=True, **decoders.LOGITS_ONLY_KWARGS)
+
+    plain = [t for t in written if isinstance(t, torch.Tensor) and t.numel() * t.element_size() >= 1024]
+    lazy = [t for t in written if isinstance(t, LazyTensor)]
+    assert plain and lazy  # the embedding, norms as they are; the linear layers' weights transposed
+    assert all(_mapped(t, ranges) for t in plain)
+    assert all(_mapped(source, ranges) for t in lazy for source in t._sources)
+
+    ids = torch.randint(1, 256, (2, 7), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    mask[1, :2] = 0
+    with torch.no_grad():
+        want = wrapped(ids, mask).numpy()
+    session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+class Projections(torch.nn.Module):
+    """Three 8192 x 4096 linear layers (128 MiB each in fp32) on a 3-D input: written transposed."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4096, 8192, bias=False),
+                                           torch.nn.Linear(8192, 4096, bias=False),
+                                           torch.nn.Linear(4096, 8192, bias=False)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def _rss_anon() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+@linux_only
+def test_export_takes_no_copy_of_mapped_weights(tmp_path):
+    path = tmp_path / "weights.safetensors"
+    source = Projections()
+    safetensors_torch.save_file(source.state_dict(), os.fspath(path))
+    del source
+    with torch.device("meta"):
+        model = Projections()
+    model.load_state_dict(safetensors_torch.load_file(os.fspath(path)), assign=True)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    largest = max(p.numel() * p.element_size() for p in model.parameters())
+    x = torch.randn(1, 3, 4096)
+
+    baseline = _rss_anon()
+    peak = [baseline]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.002):
+            peak[0] = max(peak[0], _rss_anon())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        tso.export(model.eval(), (x,), tmp_path / "m.onnx", external_data=True)
+    finally:
+        done.set()
+        sampler.join()
+    grown = peak[0] - baseline
+    # A copy of the weights would add 384 MiB, a copy of one weight 128 MiB. The export's own needs
+    # are a few tens of MiB: the trace, the graph, and the 4 MiB blocks of a transposed weight (the
+    # one being written, the next, the column blocks they are made of, and what the heap keeps of
+    # freed ones until the tensor is done).
+    assert grown < largest, (grown, largest, weight_bytes)
+    data = np.fromfile(tmp_path / "m.onnx.data", dtype=np.float32)
+    assert data.nbytes >= weight_bytes
