@@ -30,7 +30,7 @@ from .ir import Graph
 from .legacy_names import name_folded_weights
 from .optimize import optimize
 from .prepare import prepare
-from .options import (ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning, validate_options,
+from .options import (OPTION_NAMES, ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning,
                       warn_or_raise)
 from .printer import graph_text
 from .provenance import NodeMetadata, _module_class
@@ -259,7 +259,7 @@ def _check_args(args, kwargs) -> None:
             _check_arg_tree(item, f"args[{k}]", argument=True)
 
 
-def _check_against_graph(captured, options: ExportOptions) -> None:
+def check_against_graph(captured, options: ExportOptions) -> None:
     n_inputs = len(captured.user_inputs)
     if len(options.input_names) > n_inputs:
         raise ValueError(
@@ -268,26 +268,38 @@ def _check_against_graph(captured, options: ExportOptions) -> None:
         )
 
 
-def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, value_info: bool = True,
-          provenance: bool = True, metadata_props: Mapping[str, str] | None = None, **option_kwargs) -> Exported:
-    """Capture and convert ``model`` without writing anything; ``export`` saves the result.
-
-    ``option_kwargs`` are ``export``'s options by keyword; those not given take their defaults.
-    ``artifacts`` records the steps for ``export(report=True)`` and dumps the captured graph.
-    ``value_info``, ``provenance``, ``metadata_props``: as in ``export``.
-    """
-    unknown = sorted(set(option_kwargs) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
-    metadata_props = _check_file_metadata(value_info, provenance, metadata_props)
-    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
-    clock = progress.Progress()
-    artifacts.begin("check the options and arguments")
-    options = validate_options(**{**OPTION_DEFAULTS, **option_kwargs}, named_later=hf_cache.is_cache_name)
-    artifacts.in_effect(options)
+def checked_args(model, args, kwargs) -> tuple:
+    """``model``, ``args`` and ``kwargs`` checked (once) and bound as capture takes them."""
     _check_model(model)
     _check_args(args, kwargs)
-    args = capture_mod.normalize_args(model, args, kwargs)
+    return capture_mod.normalize_args(model, args, kwargs)
+
+
+def options_given(given: Mapping, function: str) -> ExportOptions:
+    """The options a function took by keyword, checked; ``dynamic_axes`` keys of a transformers
+    cache's names (``past_key_values.0.key``) are checked against the graph (_check_cache_names)."""
+    return ExportOptions.from_keywords(given, function, named_later=hf_cache.is_cache_name)
+
+
+def build(model, args=(), *, kwargs=None, options: ExportOptions | None = None, **option_kwargs) -> Exported:
+    """Capture and convert ``model`` without writing anything; ``export`` saves the result.
+
+    ``option_kwargs`` are ``export``'s options by keyword (``ExportOptions``' fields: the legacy
+    ones and ``optimize``, ``strict``, ``value_info``, ``provenance``, ``metadata_props``); those
+    not given take their defaults. ``options``: the same, already checked (then give no others).
+    """
+    if options is None:
+        options = options_given(option_kwargs, "build")
+    elif option_kwargs:
+        raise TypeError(f"build() got options= and option keywords {sorted(option_kwargs)}; give one or the other")
+    return convert_model(model, checked_args(model, args, kwargs), options)
+
+
+def convert_model(model, args: tuple, options: ExportOptions, artifacts: Artifacts | None = None) -> Exported:
+    """``build`` once the options and arguments are checked: ``args`` as ``checked_args`` bound
+    them. ``artifacts`` records the steps for ``export(report=True)`` and dumps the captured graph."""
+    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
+    clock = progress.Progress()
     artifacts.begin("capture (TorchScript graph)")
     # as legacy, a prim::PythonOp symbolic the user registered takes every Function call: none is inlined
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
@@ -299,9 +311,9 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
     prepare(captured.graph)
     clock.lap("prepare", lambda: {"nodes": progress.jit_counts(captured)["nodes"]})
     artifacts.dump(captured.graph)
-    _check_against_graph(captured, options)
+    check_against_graph(captured, options)
     artifacts.begin(f"conversion to ONNX opset {options.opset_version}")
-    graph, ctx = convert(captured, _conversion_options(model, options))
+    graph, ctx = convert(captured, conversion_options(model, options))
     _check_cache_names(graph, options)
     clock.lap("convert", lambda: progress.graph_counts(graph))
     n_user_inputs, scripted = len(captured.user_inputs), captured.scripted
@@ -329,8 +341,8 @@ def build(model, args=(), *, kwargs=None, artifacts: Artifacts | None = None, va
                             ctx.custom_domains)
     functions += list(ctx.onnxscript_functions.values())
     make_proto = functools.partial(
-        _model_proto, custom_domains=ctx.custom_domains, options=options, value_info=value_info,
-        metadata_props=metadata_props, node_metadata=NodeMetadata(model) if provenance else None,
+        _model_proto, custom_domains=ctx.custom_domains, options=options,
+        node_metadata=NodeMetadata(model) if options.provenance else None,
         doc_string=_doc_string(model, scripted, options.opset_version), functions=functions)
     return Exported(graph, make_proto(graph), options, input_indices, clock,
                     bind_args=functools.partial(capture_mod.normalize_args, model), run_passes=run_passes,
@@ -347,12 +359,11 @@ def _check_cache_names(graph: Graph, options: ExportOptions) -> None:
             warn_or_raise(unknown_dynamic_axes_warning(name, named), options.strict)
 
 
-def _conversion_options(model, options: ExportOptions) -> ExportOptions:
+def conversion_options(model, options: ExportOptions) -> ExportOptions:
     """PRESERVE converts as TRAINING when the model is in training mode, else as EVAL (legacy)."""
     if options.training != TrainingMode.PRESERVE:
         return options
-    training = TrainingMode.TRAINING if getattr(model, "training", False) else TrainingMode.EVAL
-    return dataclasses.replace(options, training=training)
+    return options.with_training(TrainingMode.TRAINING if getattr(model, "training", False) else TrainingMode.EVAL)
 
 
 def _exports_training(model, mode: TrainingMode) -> bool:
@@ -361,8 +372,7 @@ def _exports_training(model, mode: TrainingMode) -> bool:
     return mode == TrainingMode.TRAINING
 
 
-def _model_proto(graph: Graph, custom_domains: dict[str, int], options: ExportOptions, value_info: bool = True,
-                 metadata_props: dict[str, str] | None = None, node_metadata=None,
+def _model_proto(graph: Graph, custom_domains: dict[str, int], options: ExportOptions, node_metadata=None,
                  doc_string: str = "", functions=()) -> onnx.ModelProto:
     proto = serialize.model_proto_without_weights(
         graph,
@@ -370,28 +380,13 @@ def _model_proto(graph: Graph, custom_domains: dict[str, int], options: ExportOp
         custom_domains,
         options.keep_initializers_as_inputs or not options.export_params,
         __version__,
-        metadata=metadata_props,
-        value_info=value_info,
+        metadata=options.metadata_props,
+        value_info=options.value_info,
         node_metadata=node_metadata,
         doc_string=doc_string,
     )
     proto.functions.extend(functions)
     return proto
-
-
-def _check_file_metadata(value_info, provenance, metadata_props) -> dict[str, str]:
-    """The checks of ``value_info``, ``provenance`` and ``metadata_props``; the metadata as a dict."""
-    for flag, name in ((value_info, "value_info"), (provenance, "provenance")):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be True or False; got {flag!r}")
-    if metadata_props is None:
-        return {}
-    if not isinstance(metadata_props, Mapping):
-        raise TypeError(f"metadata_props must be a dict of str to str; got {type(metadata_props).__name__}")
-    bad = [(k, v) for k, v in metadata_props.items() if not isinstance(k, str) or not isinstance(v, str)]
-    if bad:
-        raise TypeError(f"metadata_props must map str keys to str values; got {bad[0][0]!r}: {bad[0][1]!r}")
-    return dict(metadata_props)
 
 
 def _doc_string(model, scripted: bool, opset: int) -> str:
@@ -410,34 +405,35 @@ def export(
     f=None,
     *,
     kwargs=None,
-    export_params: bool = True,
-    verbose: bool | None = None,
-    training: TrainingMode = TrainingMode.EVAL,
-    input_names=None,
-    output_names=None,
-    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX,
-    opset_version: int | None = None,
-    do_constant_folding: bool = True,
-    dynamic_axes=None,
-    keep_initializers_as_inputs: bool | None = None,
-    custom_opsets=None,
-    export_modules_as_functions=False,
-    autograd_inlining: bool = True,
+    # torch's order; an option's default (and check) is ExportOptions' field of its name
+    export_params: bool = ExportOptions.export_params,
+    verbose: bool | None = ExportOptions.verbose,
+    training: TrainingMode = ExportOptions.training,
+    input_names=ExportOptions.input_names,
+    output_names=ExportOptions.output_names,
+    operator_export_type: OperatorExportTypes = ExportOptions.operator_export_type,
+    opset_version: int | None = ExportOptions.opset_version,
+    do_constant_folding: bool = ExportOptions.do_constant_folding,
+    dynamic_axes=ExportOptions.dynamic_axes,
+    keep_initializers_as_inputs: bool | None = ExportOptions.keep_initializers_as_inputs,
+    custom_opsets=ExportOptions.custom_opsets,
+    export_modules_as_functions=ExportOptions.export_modules_as_functions,
+    autograd_inlining: bool = ExportOptions.autograd_inlining,
     dynamo: bool = False,
     external_data: bool | None = None,
     dynamic_shapes=None,
     custom_translation_table=None,
     report: bool = False,
-    optimize: bool = True,
+    optimize: bool = ExportOptions.optimize,
     verify: bool = False,
     profile: bool = False,
     dump_exported_program: bool = False,
     artifacts_dir: str | os.PathLike = ".",
     fallback: bool = False,
-    strict: bool = False,
-    value_info: bool = True,
-    provenance: bool = True,
-    metadata_props: Mapping[str, str] | None = None,
+    strict: bool = ExportOptions.strict,
+    value_info: bool = ExportOptions.value_info,
+    provenance: bool = ExportOptions.provenance,
+    metadata_props: Mapping[str, str] | None = ExportOptions.metadata_props,
 ):
     """Export ``model`` to ONNX, like the legacy TorchScript exporter (``dynamo=False``).
 
@@ -524,6 +520,7 @@ def export(
         All derive from ``torch.onnx.errors.OnnxExporterError`` where torch has it (argument errors
         are plain TypeError/ValueError). Errors are raised before anything is written.
     """
+    given = {name: value for name, value in locals().items() if name in OPTION_NAMES}
     _check_dynamo_options(dynamo, custom_translation_table, fallback, dynamic_shapes, dynamic_axes)
     for flag, name in ((report, "report"), (verify, "verify"), (profile, "profile"),
                        (dump_exported_program, "dump_exported_program")):
@@ -531,6 +528,20 @@ def export(
             raise TypeError(f"{name} must be True or False; got {flag!r}")
     if not isinstance(artifacts_dir, (str, os.PathLike)):
         raise TypeError(f"artifacts_dir must be a folder path (str or os.PathLike); got {artifacts_dir!r}")
+    return export_with(model, args, f, given, kwargs=kwargs, external_data=external_data, verify=verify,
+                       dynamic_shapes=dynamic_shapes,
+                       artifacts=Artifacts(report, profile, dump_exported_program, artifacts_dir))
+
+
+def export_with(model, args, f, options: ExportOptions | Mapping, *, kwargs=None, external_data: bool | None = None,
+                verify: bool = False, dynamic_shapes=None, artifacts: Artifacts | None = None):
+    """``export`` once its own switches are checked; ``options`` checked already (an
+    ``ExportOptions``, as the CLI makes them) or as given (a mapping of option names to values,
+    checked as the export's first step, which a report records). ``dynamic_shapes`` only with the
+    options as given: it sets their ``input_names`` and ``dynamic_axes``."""
+    given = options if isinstance(options, Mapping) else None
+    strict = given.get("strict", False) if given is not None else options.strict
+    export_params = given.get("export_params", True) if given is not None else options.export_params
     if external_data is not None and not isinstance(external_data, bool):
         raise TypeError(f"external_data must be True, False or None (automatic); got {external_data!r}")
     _check_f(f)
@@ -542,34 +553,34 @@ def export(
         external_data = None
     if export_params:
         serialize.check_fits_in_one_proto(model, f)
+    bound = None
     if dynamic_shapes is not None:
         from .dynamic_shapes import to_dynamic_axes
 
-        _check_model(model)
-        _check_args(args, kwargs)
-        input_names, dynamic_axes = to_dynamic_axes(
-            model, capture_mod.normalize_args(model, args, kwargs), dynamic_shapes, input_names)
-    artifacts = Artifacts(report, profile, dump_exported_program, artifacts_dir)
-    options = dict(
-        opset_version=opset_version, training=training, input_names=input_names,
-        output_names=output_names, dynamic_axes=dynamic_axes, export_params=export_params,
-        keep_initializers_as_inputs=keep_initializers_as_inputs, do_constant_folding=do_constant_folding,
-        operator_export_type=operator_export_type, custom_opsets=custom_opsets,
-        export_modules_as_functions=export_modules_as_functions, autograd_inlining=autograd_inlining,
-        verbose=verbose, optimize=optimize, strict=strict,
-    )
-    file_metadata = dict(value_info=value_info, provenance=provenance, metadata_props=metadata_props)
-    _check_file_metadata(**file_metadata)
-    artifacts.options = {**options, "external_data": external_data, "verify": verify}
+        if given is None:
+            raise TypeError("dynamic_shapes sets input_names and dynamic_axes: give the options unchecked, "
+                            "as a mapping of names to values")
+        bound = checked_args(model, args, kwargs)
+        input_names, dynamic_axes = to_dynamic_axes(model, bound, dynamic_shapes, given.get("input_names"))
+        given = {**given, "input_names": input_names, "dynamic_axes": dynamic_axes}
+    artifacts = artifacts or Artifacts(report=False, profile=False, dump_graph=False, artifacts_dir=".")
+    shown = given if given is not None else {name: getattr(options, name) for name in OPTION_NAMES}
+    artifacts.options = {**shown, "external_data": external_data, "verify": verify}
     artifacts.start()
     exported = comparisons = None
     try:
-        exported = build(model, args, kwargs=kwargs, artifacts=artifacts, **file_metadata, **options)
+        artifacts.begin("check the options and arguments")
+        if given is not None:
+            options = options_given(given, "export")
+        artifacts.in_effect(options)
+        if bound is None:
+            bound = checked_args(model, args, kwargs)
+        exported = convert_model(model, bound, options, artifacts)
         if verify:
             artifacts.begin("verification with onnxruntime")
             comparisons = _verify(model, args, kwargs, exported)
             exported.clock.lap("verify")
-        if verbose:
+        if options.verbose:
             print(graph_text(exported.graph, exported.options.opset_version))
         artifacts.begin("save" if f is not None else "return as a ModelProto")
         result = exported.to_model_proto() if f is None else exported.save(f, external_data=external_data)
@@ -608,24 +619,10 @@ def _verify(model, args, kwargs, exported: Exported) -> list:
                    input_indices=exported.input_indices)
 
 
-# export()'s options and their defaults.
-OPTION_DEFAULTS = dict(
-    export_params=True, verbose=False, training=TrainingMode.EVAL, input_names=None, output_names=None,
-    operator_export_type=OperatorExportTypes.ONNX, opset_version=None, do_constant_folding=True,
-    dynamic_axes=None, keep_initializers_as_inputs=None, custom_opsets=None,
-    export_modules_as_functions=False, autograd_inlining=True, optimize=True, strict=False,
-)
-
-
 def export_to_pretty_string(model, args=(), *, kwargs=None, **options) -> str:
     """The exported graph as readable text with module scopes (weights listed, not printed).
 
     Takes ``export``'s options by keyword; nothing is written.
     """
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(
-            f"export_to_pretty_string got unexpected option(s) {unknown}; it takes: {sorted(OPTION_DEFAULTS)}"
-        )
-    exported = build(model, args, kwargs=kwargs, **options)
+    exported = build(model, args, kwargs=kwargs, options=options_given(options, "export_to_pretty_string"))
     return graph_text(exported.graph, exported.options.opset_version)

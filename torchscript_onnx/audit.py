@@ -16,10 +16,9 @@ import dataclasses
 import torch
 
 from . import capture as capture_mod
-from . import hf_cache
 from .convert import Converter, find_unsupported
 from .errors import ConversionIssue, UnsupportedOp
-from .options import TrainingMode, _enum_member, check_opset
+from .options import ExportOptions, TrainingMode
 from .prepare import prepare
 
 
@@ -109,49 +108,38 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
-def _captured_graph(model, args, training, kwargs=None) -> torch._C.Graph:
-    training = _enum_member(training, TrainingMode, "training")
-    args = capture_mod.normalize_args(model, args, kwargs)
-    captured = capture_mod.capture(model, args, training)
-    return prepare(captured.graph)
-
-
-def unconvertible_ops(model, args, training: TrainingMode = TrainingMode.EVAL,
-                      opset_version: int | None = None) -> tuple[torch._C.Graph, list[str]]:
+def unconvertible_ops(model, args, training: TrainingMode = ExportOptions.training,
+                      opset_version: int | None = ExportOptions.opset_version) -> tuple[torch._C.Graph, list[str]]:
     """The captured graph and the names of its ops without a conversion at ``opset_version``
     (as the legacy ``utils.unconvertible_ops``)."""
-    opset = check_opset(opset_version)
-    graph = _captured_graph(model, args, training)
-    return graph, [op.name for op in find_unsupported(graph, opset)]
+    options = ExportOptions(training=training, opset_version=opset_version)
+    captured = capture_mod.capture(model, capture_mod.normalize_args(model, args, None), options.training)
+    graph = prepare(captured.graph)
+    return graph, [op.name for op in find_unsupported(graph, options.opset_version)]
 
 
-def audit(model, args=(), *, opset_version: int | None = None, training: TrainingMode = TrainingMode.EVAL,
-          kwargs=None, **options) -> AuditReport:
+def audit(model, args=(), *, kwargs=None, options: ExportOptions | None = None, **option_kwargs) -> AuditReport:
     """Everything that keeps ``model`` from exporting at ``opset_version``, where, and what to do.
 
-    Takes ``export``'s options by keyword (``dynamic_axes``, ``input_names``,
-    ``operator_export_type``, ...), since they decide what converts. Runs the conversion export
-    runs (nothing is written) and goes on past each failure, so every problem is reported at once.
+    Takes ``export``'s options by keyword (``opset_version``, ``training``, ``dynamic_axes``,
+    ``input_names``, ``operator_export_type``, ...), since they decide what converts, or checked
+    already as ``options`` (as the CLI gives them). Runs the conversion export runs (nothing is
+    written) and goes on past each failure, so every problem is reported at once.
     """
-    from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_model,  # noqa: PLC0415
-                      _conversion_options)
-    from .options import validate_options
+    from .api import check_against_graph, checked_args, conversion_options, options_given  # noqa: PLC0415
     from .symbolic import registry
 
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(f"unexpected export option(s) {unknown}; the options are: {sorted(OPTION_DEFAULTS)}")
-    options = validate_options(**{**OPTION_DEFAULTS, **options, "opset_version": opset_version, "training": training},
-                               named_later=hf_cache.is_cache_name)
-    _check_model(model)
-    _check_args(args, kwargs)
-    args = capture_mod.normalize_args(model, args, kwargs)
+    if options is None:
+        options = options_given(option_kwargs, "audit")
+    elif option_kwargs:
+        raise TypeError(f"audit() got options= and option keywords {sorted(option_kwargs)}; give one or the other")
+    args = checked_args(model, args, kwargs)
     opset = options.opset_version
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", opset)
     captured = capture_mod.capture(model, args, options.training, inlining)
     prepare(captured.graph)
-    _check_against_graph(captured, options)
+    check_against_graph(captured, options)
     total = sum(1 for _ in captured.graph.nodes())
-    converter = Converter(captured, _conversion_options(model, options), collect=True)
+    converter = Converter(captured, conversion_options(model, options), collect=True)
     converter.run()
     return AuditReport(opset, converter.unsupported, total, list(converter.issues), converter.not_reached)

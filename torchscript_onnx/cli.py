@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET
+from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, ExportOptions
 
 PROG = "torchscript-onnx"
 DESCRIPTION = """\
@@ -230,17 +230,17 @@ def export_call(args) -> tuple:
     names, inputs = make_inputs(args.input, args.seed)
     dynamic_axes = _dynamic_axes(args.dynamic, names, inputs, args.output_name)
     model = load_model(args.model)
-    options = dict(opset_version=args.opset, input_names=names, output_names=args.output_name or None,
-                   dynamic_axes=dynamic_axes or None)
+    options = ExportOptions(opset_version=args.opset, input_names=names, output_names=args.output_name or None,
+                            dynamic_axes=dynamic_axes or None)
     return model, inputs, options
 
 
 def _export(args) -> int:
-    from .api import export
+    from .api import export_with
 
     model, inputs, options = export_call(args)
     start = time.perf_counter()
-    export(model, inputs, args.output, **options, external_data=True if args.external_data else None)
+    export_with(model, inputs, args.output, options, external_data=True if args.external_data else None)
     elapsed = time.perf_counter() - start
     proto = _load_header(args.output)
     weights = _external_files(proto)
@@ -251,7 +251,7 @@ def _export(args) -> int:
         return 0
     from .verification import compare_by_name, format_table
 
-    comparisons = compare_by_name(model, inputs, args.output, options["input_names"], args.rtol, args.atol)
+    comparisons = compare_by_name(model, inputs, args.output, options.input_names, args.rtol, args.atol)
     print(format_table(comparisons, args.rtol, args.atol))
     if not all(c.passed for c in comparisons):
         failed = ", ".join(c.output for c in comparisons if not c.passed)
@@ -309,7 +309,7 @@ def _audit(args) -> int:
     from .audit import audit
 
     model, inputs, options = export_call(args)
-    report = audit(model, inputs, **options)
+    report = audit(model, inputs, options=options)
     print(report.to_markdown() if args.format == "markdown" else report.to_text(), end="" if
           args.format == "markdown" else "\n")
     return 0 if report.ok else 1

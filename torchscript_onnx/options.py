@@ -1,9 +1,11 @@
-"""Export options: the public enums and one validation step that runs before any work.
+"""Export options: the public enums and ``ExportOptions``, where every option is defined once.
 
-``validate_options`` turns the keyword arguments of ``export`` into a frozen ``ExportOptions`` or
-raises naming the argument and what it accepts. Checks that need the captured graph (how many
-inputs exist, which names they have) happen in ``api.py`` right after capture, still before any
-conversion or writing.
+``ExportOptions`` holds each option's name, its default (the one ``export``, ``build``, ``audit``
+and the CLI show) and its check: making one checks every field once and stores it normalised
+(``opset_version=None`` -> ``DEFAULT_OPSET``, names as tuples, ``dynamic_axes`` in the dict form),
+or raises naming the argument and what it accepts, before any work. Checks that need the captured
+graph (how many inputs exist, which names they have) happen in ``api.py`` right after capture,
+still before any conversion or writing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .errors import OnnxExporterWarning
 
@@ -38,26 +40,6 @@ class OperatorExportTypes(enum.IntEnum):
     ONNX_FALLTHROUGH = 3
 
 
-@dataclasses.dataclass(frozen=True)
-class ExportOptions:
-    opset_version: int = DEFAULT_OPSET
-    training: TrainingMode = TrainingMode.EVAL
-    input_names: tuple[str, ...] = ()
-    output_names: tuple[str, ...] = ()
-    # {graph value name: {axis: dim name}}, already normalised from the legacy list form.
-    dynamic_axes: Mapping[str, Mapping[int, str]] = dataclasses.field(default_factory=dict)
-    export_params: bool = True
-    keep_initializers_as_inputs: bool = False
-    do_constant_folding: bool = True
-    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX
-    custom_opsets: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    export_modules_as_functions: bool | frozenset = False
-    autograd_inlining: bool = True
-    verbose: bool = False
-    optimize: bool = True  # run the graph optimisation passes (optimize/)
-    strict: bool = False  # what the legacy exporter only warns about is an error
-
-
 def warn_or_raise(message: str, strict: bool) -> None:
     """Warn where the legacy exporter warns; with ``strict=True`` raise instead."""
     if strict:
@@ -69,7 +51,8 @@ def _caller_stacklevel() -> int:
     """The stacklevel of the first frame outside this package: the warning points at the user's call."""
     package = os.path.dirname(os.path.abspath(__file__))
     frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+    while frame is not None and (os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)
+                                 or frame.f_code is ExportOptions.__init__.__code__):  # made by dataclasses
         frame, level = frame.f_back, level + 1
     return level
 
@@ -209,73 +192,117 @@ def _check_modules_as_functions(value, opset: int):
     return True if value is True else frozenset(value)
 
 
-def validate_options(
-    *,
-    opset_version,
-    training,
-    input_names,
-    output_names,
-    dynamic_axes,
-    export_params,
-    keep_initializers_as_inputs,
-    do_constant_folding,
-    operator_export_type,
-    custom_opsets,
-    export_modules_as_functions,
-    autograd_inlining,
-    verbose,
-    optimize=True,
-    strict=False,
-    named_later=None,
-) -> ExportOptions:
-    """Check every export option (type, range, names) and return them normalised.
+def _check_metadata_props(value) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"metadata_props must be a dict of str to str; got {type(value).__name__}")
+    bad = [(k, v) for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"metadata_props must map str keys to str values; got {bad[0][0]!r}: {bad[0][1]!r}")
+    return dict(value)
 
-    ``named_later``: a predicate of the ``dynamic_axes`` keys that name what capture names, whose
-    check waits for the graph.
 
-    Raises TypeError/ValueError naming the argument and what it accepts, and NotImplementedError
-    for options whose other values a later version implements.
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    """The options that decide the exported model, in the legacy positional order, each with the
+    default ``export`` shows (its signature reads them from here).
+
+    Constructing one checks every field (type, range, names), once, and stores the normalised
+    value: ``opset_version`` an int, ``input_names``/``output_names`` tuples, ``dynamic_axes``
+    ``{name: {axis: dim_name}}``, ``keep_initializers_as_inputs`` and ``verbose`` bools,
+    ``custom_opsets``/``metadata_props`` dicts. ``named_later``: a predicate of the ``dynamic_axes``
+    keys that name what capture names (a transformers cache's tensors), whose check waits for the
+    graph. Raises TypeError/ValueError naming the argument and what it accepts.
     """
-    opset = check_opset(opset_version)
-    training = _enum_member(training, TrainingMode, "training")
-    input_names = _check_names(input_names, "input_names")
-    output_names = _check_names(output_names, "output_names")
-    shared = sorted(set(input_names) & set(output_names))
-    if shared:
-        raise ValueError(
-            f"input_names and output_names share {shared}; ONNX needs a distinct name for every graph "
-            "input and output"
+
+    export_params: bool = True
+    verbose: bool | None = None  # None: torch's public default, meaning False
+    training: TrainingMode = TrainingMode.EVAL
+    input_names: Sequence[str] | None = None
+    output_names: Sequence[str] | None = None
+    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX
+    opset_version: int | None = None  # None: DEFAULT_OPSET
+    do_constant_folding: bool = True
+    # {graph value name: {axis: dim name}} or {name: [axes]} (names generated, as legacy)
+    dynamic_axes: Mapping | None = None
+    # None: False, except at opsets 7 and 8 (IR version 3), which list every initializer as an input
+    keep_initializers_as_inputs: bool | None = None
+    custom_opsets: Mapping[str, int] | None = None
+    export_modules_as_functions: bool | frozenset = False
+    autograd_inlining: bool = True
+    # not legacy options
+    optimize: bool = True  # run the graph optimisation passes (optimize/)
+    strict: bool = False  # what the legacy exporter only warns about is an error
+    value_info: bool = True  # write each intermediate value's dtype and shape
+    provenance: bool = True  # write each node's module scope and source lines
+    metadata_props: Mapping[str, str] | None = None  # the model's own metadata_props
+    named_later: dataclasses.InitVar[Callable[[str], bool] | None] = None
+
+    def __post_init__(self, named_later) -> None:
+        opset = check_opset(self.opset_version)
+        input_names = _check_names(self.input_names, "input_names")
+        output_names = _check_names(self.output_names, "output_names")
+        shared = sorted(set(input_names) & set(output_names))
+        if shared:
+            raise ValueError(
+                f"input_names and output_names share {shared}; ONNX needs a distinct name for every graph "
+                "input and output"
+            )
+        strict = _check_bool(self.strict, "strict")
+        keep_initializers = self.keep_initializers_as_inputs
+        if keep_initializers is not None:
+            _check_bool(keep_initializers, "keep_initializers_as_inputs")
+        checked = dict(
+            opset_version=opset,
+            training=_enum_member(self.training, TrainingMode, "training"),
+            input_names=input_names,
+            output_names=output_names,
+            strict=strict,
+            optimize=_check_bool(self.optimize, "optimize"),
+            dynamic_axes=_check_dynamic_axes(self.dynamic_axes, input_names, output_names, strict, named_later),
+            export_params=_check_bool(self.export_params, "export_params"),
+            do_constant_folding=_check_bool(self.do_constant_folding, "do_constant_folding"),
+            operator_export_type=_enum_member(self.operator_export_type, OperatorExportTypes,
+                                              "operator_export_type"),
+            custom_opsets=_check_custom_opsets(self.custom_opsets),
+            autograd_inlining=_check_bool(self.autograd_inlining, "autograd_inlining"),
+            verbose=False if self.verbose is None else _check_bool(self.verbose, "verbose"),
+            export_modules_as_functions=_check_modules_as_functions(self.export_modules_as_functions, opset),
+            # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from
+            # opset 9 the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
+            keep_initializers_as_inputs=True if opset < 9 else bool(keep_initializers),
+            value_info=_check_bool(self.value_info, "value_info"),
+            provenance=_check_bool(self.provenance, "provenance"),
+            metadata_props=_check_metadata_props(self.metadata_props),
         )
-    strict = _check_bool(strict, "strict")
-    optimize = _check_bool(optimize, "optimize")
-    dynamic_axes = _check_dynamic_axes(dynamic_axes, input_names, output_names, strict, named_later)
-    export_params = _check_bool(export_params, "export_params")
-    if keep_initializers_as_inputs is not None:
-        _check_bool(keep_initializers_as_inputs, "keep_initializers_as_inputs")
-    do_constant_folding = _check_bool(do_constant_folding, "do_constant_folding")
-    operator_export_type = _enum_member(operator_export_type, OperatorExportTypes, "operator_export_type")
-    custom_opsets = _check_custom_opsets(custom_opsets)
-    autograd_inlining = _check_bool(autograd_inlining, "autograd_inlining")
-    # None is the default of torch's public export signature and means False there.
-    verbose = False if verbose is None else _check_bool(verbose, "verbose")
-    export_modules_as_functions = _check_modules_as_functions(export_modules_as_functions, opset)
-    # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from opset 9
-    # the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
-    keep_inits = True if opset < 9 else bool(keep_initializers_as_inputs)
-    return ExportOptions(
-        opset_version=opset,
-        training=training,
-        input_names=input_names,
-        output_names=output_names,
-        dynamic_axes=dynamic_axes,
-        export_params=export_params,
-        keep_initializers_as_inputs=keep_inits,
-        do_constant_folding=do_constant_folding,
-        operator_export_type=operator_export_type,
-        custom_opsets=custom_opsets,
-        export_modules_as_functions=export_modules_as_functions,
-        autograd_inlining=autograd_inlining,
-        verbose=verbose,
-        optimize=optimize,
-        strict=strict,
-    )
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_keywords(cls, given: Mapping, function: str = "export", named_later=None) -> ExportOptions:
+        """The options a function took by keyword (``build(model, args, opset_version=17)``); an
+        unknown name is a TypeError listing the options."""
+        unknown = sorted(set(given) - set(OPTION_NAMES))
+        if unknown:
+            raise TypeError(f"{function}() got unexpected option(s) {unknown}; the options are: "
+                            f"{sorted(OPTION_NAMES)}")
+        return cls(**given, named_later=named_later)
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping, named_later=None) -> ExportOptions:
+        """The options among a function's arguments (``locals()`` of ``export``, whose parameters
+        carry the options' names and defaults)."""
+        return cls(**{name: arguments[name] for name in OPTION_NAMES}, named_later=named_later)
+
+    def with_training(self, training: TrainingMode) -> ExportOptions:
+        """A copy converting in ``training`` mode (the fields are checked already: not again, so
+        no warning is repeated)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        object.__setattr__(copy, "training", _enum_member(training, TrainingMode, "training"))
+        return copy
+
+
+# The options' names, in ExportOptions' order (the legacy positional order first).
+OPTION_NAMES = tuple(field.name for field in dataclasses.fields(ExportOptions))

@@ -19,6 +19,7 @@ import torch
 from . import api
 from .audit import unconvertible_ops
 from .capture import is_in_onnx_export, select_model_mode_for_export
+from .options import OPTION_NAMES
 from .registration import register_custom_op_symbolic, unregister_custom_op_symbolic
 
 __all__ = [
@@ -29,12 +30,8 @@ __all__ = [
 ]
 
 # The options after ``f`` in the order torch 2.0's ``torch.onnx.export`` took them positionally
-# (autograd_inlining came last, in 2.1).
-LEGACY_POSITIONAL_OPTIONS = (
-    "export_params", "verbose", "training", "input_names", "output_names", "operator_export_type",
-    "opset_version", "do_constant_folding", "dynamic_axes", "keep_initializers_as_inputs", "custom_opsets",
-    "export_modules_as_functions", "autograd_inlining",
-)
+# (autograd_inlining came last, in 2.1): ExportOptions' first fields.
+LEGACY_POSITIONAL_OPTIONS = OPTION_NAMES[:OPTION_NAMES.index("autograd_inlining") + 1]
 
 
 def with_positional_options(positional: tuple, options: dict, function: str = "export") -> dict:

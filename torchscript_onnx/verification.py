@@ -375,7 +375,7 @@ def _input_dims(proto: onnx.ModelProto, initializers: set) -> tuple[list[str], l
     return names, dims
 
 
-def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e-4, atol: float = 1e-5,
+def verify(model, args=(), *, rtol: float = 1e-4, atol: float = 1e-5,
            other_sizes=None, other_inputs: list[tuple] = (), kwargs=None, raise_on_mismatch: bool = True,
            **export_options) -> Report:
     """Export ``model`` to memory, check it with ``onnx.checker`` (full check), and compare
@@ -405,14 +405,14 @@ def verify(model, args=(), *, opset_version: int | None = None, rtol: float = 1e
     Raises ``CheckerError`` when ``onnx.checker`` refuses the model. Needs onnxruntime, which the
     ``verify`` extra installs: ``pip install "torchscript-onnx[verify]"``.
     """
-    from .api import build
+    from .api import build, options_given
 
     if other_sizes is None:
         other_sizes = []
     elif isinstance(other_sizes, dict):
         other_sizes = [other_sizes]
     buffer = io.BytesIO()
-    exported = build(model, args, kwargs=kwargs, opset_version=opset_version, **export_options)
+    exported = build(model, args, kwargs=kwargs, options=options_given(export_options, "verify"))
     exported.save(buffer)
     model_bytes = buffer.getvalue()
     check(model_bytes)
