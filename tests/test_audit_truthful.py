@@ -244,7 +244,7 @@ def test_audit_predicts_export_for_op_table_case(case, opset):
     if error is not None:
         assert _ops_named_by(error) <= set(_reported(report)), f"export: {error}\naudit: {report.to_text()}"
     if isinstance(error, OpsetRequirementError):  # audit predicted exactly the opset export names
-        assert report.needs_opset == error.opset, f"export: {error}\naudit: {report.to_text()}"
+        assert report.needs_opset == error.required_opset, f"export: {error}\naudit: {report.to_text()}"
     _check_declared(report, opset)
 
 

@@ -404,3 +404,45 @@ def test_dataparallel_gets_legacys_error():
     with pytest.raises(Exception) as legacy:
         torch.onnx.export(model, (_x(),), io.BytesIO(), dynamo=False)
     assert type(ours.value) is type(legacy.value) and str(ours.value) == str(legacy.value)
+
+
+# -- one hierarchy, one meaning per attribute -----------------------------------------------------
+
+# (error class, the built-in class it also is, so existing ``except`` clauses keep catching it)
+HIERARCHY = [
+    ("VerificationError", AssertionError),
+    ("DynamicAxesError", ValueError),
+    ("UnflattenableCacheError", TypeError),
+    ("CheckerError", RuntimeError),
+    ("UnsupportedOperatorError", RuntimeError),
+    ("OpsetRequirementError", RuntimeError),
+]
+
+
+@pytest.mark.parametrize("name, builtin", HIERARCHY, ids=[row[0] for row in HIERARCHY])
+def test_every_error_is_an_onnx_exporter_error_and_what_it_was(name, builtin):
+    from torchscript_onnx import errors
+
+    cls = getattr(errors, name)
+    assert issubclass(cls, OnnxExporterError) and issubclass(cls, builtin)
+    assert issubclass(cls, torch.onnx.errors.OnnxExporterError)
+
+
+def test_the_old_homes_of_moved_errors_still_import():
+    from torchscript_onnx import errors
+    from torchscript_onnx.hf_cache import UnflattenableCacheError
+    from torchscript_onnx.verification import VerificationError
+
+    assert (VerificationError, UnflattenableCacheError) == (errors.VerificationError, errors.UnflattenableCacheError)
+    assert tso.VerificationError is errors.VerificationError
+
+
+def test_opset_is_the_target_on_every_error_and_required_opset_what_a_node_needs():
+    with pytest.raises(UnsupportedOperatorError) as unsupported:
+        tso.export(TwoUnsupported(), (_x(),), None, opset_version=13)
+    with pytest.raises(tso.OpsetRequirementError) as requirement:
+        tso.export(torch.nn.Upsample(scale_factor=2.5, mode="bilinear"), (torch.randn(1, 1, 4, 4),), None,
+                   opset_version=9)
+    assert unsupported.value.opset == unsupported.value.target_opset == 13
+    assert requirement.value.opset == requirement.value.target_opset == 9
+    assert isinstance(requirement.value, SymbolicValueError) and requirement.value.required_opset > 9

@@ -90,8 +90,8 @@ def _export_error(case: Case, opset: int) -> Exception:
 @pytest.mark.parametrize("item", TWO_NEEDS, ids=lambda t: t.case.name)
 def test_export_names_every_node_and_the_opset_that_converts_them_all(item):
     error = _export_error(item.case, item.opset)
-    assert error.opset == item.highest and error.target_opset == item.opset
-    assert {r.node: r.opset for r in error.requirements} == item.needs
+    assert error.required_opset == item.highest and error.opset == error.target_opset == item.opset
+    assert {r.node: r.required_opset for r in error.requirements} == item.needs
     message = str(error)
     assert f"pass opset_version={item.highest}" in message.splitlines()[0]
     for r in error.requirements:
@@ -107,7 +107,7 @@ def test_audit_predicts_the_opset_export_needs(item):
     assert {i.op: i.needs_opset for i in report.issues} == item.needs
     assert all(i.category == "opset" for i in report.issues)
     error = _export_error(item.case, item.opset)
-    assert report.needs_opset == error.opset
+    assert report.needs_opset == error.required_opset
     assert [(i.op, i.reason, i.source) for i in report.issues] == [(r.node, r.reason, r.source) for r in error.requirements]
 
 
@@ -130,7 +130,7 @@ def test_the_line_of_each_node_is_named():
 
 def test_one_requirement_is_placed_at_its_node():
     error = _export_error(Case("topk", lambda x: torch.topk(x, 2)[0], lambda: (torch.arange(6),)), 10)
-    assert len(error.requirements) == 1 and error.node == "aten::topk" and error.opset == 11
+    assert len(error.requirements) == 1 and error.node == "aten::topk" and error.required_opset == 11
     assert "non-float input needs opset 11 or higher (pass opset_version=11)" in str(error)
 
 
@@ -180,8 +180,8 @@ def test_nothing_is_written_when_requirements_fail(tmp_path):
 def test_the_error_survives_pickling():
     error = _export_error(TWO_NEEDS[0].case, 9)
     copy = pickle.loads(pickle.dumps(error))
-    assert (type(copy), str(copy), copy.opset, copy.target_opset) == (OpsetRequirementError, str(error), 11, 9)
-    assert [(r.node, r.opset, r.reason) for r in copy.requirements] == [(r.node, r.opset, r.reason)
+    assert (type(copy), str(copy), copy.required_opset, copy.opset) == (OpsetRequirementError, str(error), 11, 9)
+    assert [(r.node, r.required_opset, r.reason) for r in copy.requirements] == [(r.node, r.required_opset, r.reason)
                                                                        for r in error.requirements]
 
 
@@ -202,7 +202,7 @@ def test_a_legacy_style_message_still_counts_as_a_requirement():
         unregister_custom_op_symbolic("aten::linear", 9)
     (issue,) = report.issues
     assert (issue.category, issue.needs_opset, issue.reason) == ("opset", 12, None)
-    assert (info.value.opset, info.value.node) == (report.needs_opset, "aten::linear")
+    assert (info.value.required_opset, info.value.node) == (report.needs_opset, "aten::linear")
     assert "my linear needs opset 12" in str(info.value)
 
 
@@ -292,4 +292,4 @@ def test_a_list_graph_input_states_its_requirement():
     """Raised while the graph inputs are added, before any node: typed too."""
     with pytest.raises(OpsetRequirementError) as info:
         export(torch.jit.script(PadByList()), (torch.randn(1, 2, 3), [1, 1]), io.BytesIO(), opset_version=10)
-    assert info.value.opset == 11 and "the list input" in str(info.value) and "pass opset_version=11" in str(info.value)
+    assert info.value.required_opset == 11 and "the list input" in str(info.value) and "pass opset_version=11" in str(info.value)

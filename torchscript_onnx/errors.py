@@ -35,15 +35,20 @@ class UnsupportedOperatorError(OnnxExporterError, _torch_error("UnsupportedOpera
 
     def __init__(self, ops, opset: int):
         self.ops = list(ops)
-        self.opset = opset
+        self.target_opset = opset
         lines = [f"{len(self.ops)} operator(s) cannot be exported to ONNX opset {opset}:"]
         for op in self.ops:
             lines.append("  " + op.describe())
         # not torch's __init__ (other arguments); the message is all RuntimeError keeps
         RuntimeError.__init__(self, "\n".join(lines))
 
+    @property
+    def opset(self) -> int:
+        """The opset the export targeted (as on every error of the exporter)."""
+        return self.target_opset
+
     def __reduce__(self):  # picklable (multiprocessing, pytest-xdist) despite the two-argument init
-        return type(self), (self.ops, self.opset)
+        return type(self), (self.ops, self.target_opset)
 
 
 class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", OnnxExporterError)):
@@ -68,7 +73,8 @@ class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", O
 
     @property
     def opset(self) -> int | None:
-        """The opset the conversion targeted (set with the place, by ``in_context``)."""
+        """The opset the conversion targeted (set with the place, by ``in_context``): on every error
+        of the exporter ``opset`` is the target; what a node needs is ``required_opset``."""
         return self.target_opset
 
     def in_context(self, node: str, opset: int, scope: str, source: str, inputs: list[str]) -> "SymbolicValueError":
@@ -104,14 +110,16 @@ class SymbolicValueError(OnnxExporterError, _torch_error("SymbolicValueError", O
 
 
 class OpsetRequirementError(SymbolicValueError):
-    """A conversion needs a higher opset than the target: ``opset`` is the lowest opset that converts
-    the node, ``reason`` the condition that needs it ("k known only at runtime"). Symbolics raise it
-    with ``symbolic_helper.needs_opset(opset, reason, value)``; the message ends in the standard
-    "(pass opset_version=N)". ``target_opset`` is the opset the export asked for.
+    """A conversion needs a higher opset than the target: ``required_opset`` is the lowest opset
+    that converts the node, ``reason`` the condition that needs it ("k known only at runtime").
+    Symbolics raise it with ``symbolic_helper.needs_opset(opset, reason, value)``; the message ends
+    in the standard "(pass opset_version=N)". ``opset`` (``target_opset``) is the opset the export
+    asked for, as on every error of the exporter.
 
     ``export`` goes on converting past each one and raises a single ``OpsetRequirementError`` for the
     whole graph: its ``requirements`` hold one error per node (each placed: ``node``, ``scope``,
-    ``source``, ``reason``, ``opset``) and its ``opset`` is the one that converts them all.
+    ``source``, ``reason``, ``required_opset``) and its ``required_opset`` is the one that converts
+    them all.
     """
 
     def __init__(self, opset: int, reason: str, value=None, message: str | None = None, requirements=()):
@@ -122,17 +130,13 @@ class OpsetRequirementError(SymbolicValueError):
             message = f"{reason} needs opset {opset} or higher (pass opset_version={opset})"
         super().__init__(message, value)
 
-    @property
-    def opset(self) -> int:  # not the target (``target_opset``): what the node needs
-        return self.required_opset
-
     @classmethod
     def stated_by(cls, error: BaseException, target_opset: int) -> "OpsetRequirementError | None":
         """The requirement ``error`` states above ``target_opset``: itself when typed, or, for a
         legacy-style symbolic's plain ``SymbolicValueError`` whose message says "pass
         opset_version=N", a typed copy in the same place; else None."""
         if isinstance(error, OpsetRequirementError):
-            return error if error.opset > target_opset else None
+            return error if error.required_opset > target_opset else None
         found = _NEEDS_OPSET.search(error.message) if isinstance(error, SymbolicValueError) else None
         if found is None or int(found.group(1)) <= target_opset:
             return None
@@ -146,7 +150,7 @@ class OpsetRequirementError(SymbolicValueError):
         """One error for every node of a graph that needs a higher opset than ``target_opset``;
         ``other_failures``: errors of other kinds met after the first requirement (listed too)."""
         requirements = list(requirements)
-        needed = max(r.opset for r in requirements)
+        needed = max(r.required_opset for r in requirements)
         lines = [f"{len(requirements)} node(s) cannot be exported at opset {target_opset}; "
                  f"opset {needed} converts them all: pass opset_version={needed}"]
         for r in requirements:
@@ -209,7 +213,7 @@ def function_next_step(function: str, opset: int) -> str:
             "export with autograd_inlining=True (the default) to export the ops its forward runs")
 
 
-class DynamicAxesError(ValueError):
+class DynamicAxesError(OnnxExporterError, ValueError):
     """``dynamic_axes`` names an axis the value does not have (found where its dims are named: an
     input's before conversion, an output's after it)."""
 
@@ -241,6 +245,17 @@ def describe_value(value) -> str:
 
 class CheckerError(OnnxExporterError):
     """The exported model failed ``onnx.checker``."""
+
+
+class VerificationError(OnnxExporterError, AssertionError):
+    """onnxruntime's outputs differ from PyTorch's; the message is the report's table. Also an
+    ``AssertionError``, as it was before it joined the exporter's errors, so ``except
+    AssertionError`` (and pytest's assertion checks) keep catching it."""
+
+
+class UnflattenableCacheError(OnnxExporterError, TypeError):
+    """A transformers cache that cannot become graph inputs or outputs; the message says what to
+    pass instead. A ``TypeError`` as the other checks of ``args``."""
 
 
 class UnsupportedOp:
@@ -315,7 +330,7 @@ class ConversionIssue:
         """The issue an exception raised while converting ``op`` describes."""
         if isinstance(error, OpsetRequirementError):
             return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message,
-                       error.opset, error.reason)
+                       error.required_opset, error.reason)
         if isinstance(error, SymbolicValueError):
             if isinstance(error, FunctionWithoutSymbolicError):
                 return cls(error.node or op, opset, error.scope or scope, error.source or source, error.message,

@@ -25,6 +25,8 @@ import dataclasses
 import re
 import sys
 
+from .errors import UnflattenableCacheError
+
 INPUT_PREFIX = "past_key_values"
 OUTPUT_PREFIX = "present"
 
@@ -65,10 +67,6 @@ def may_return_cache(model) -> bool:
     if modeling is None or not hasattr(model, "modules"):
         return False
     return any(isinstance(m, modeling.PreTrainedModel) for m in model.modules())
-
-
-class UnflattenableCacheError(TypeError):
-    """A cache that cannot become graph inputs or outputs; the message says what to pass instead."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,12 +21,8 @@ import torch
 
 from . import hf_cache
 from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
-from .errors import CheckerError
+from .errors import CheckerError, VerificationError  # noqa: F401 - VerificationError: its old home
 from .options import TrainingMode
-
-
-class VerificationError(AssertionError):
-    """onnxruntime's outputs differ from PyTorch's; the message is the report's table."""
 
 
 @dataclasses.dataclass
