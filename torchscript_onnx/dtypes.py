@@ -1,7 +1,8 @@
 """One table of element types: torch dtype, ONNX TensorProto type, JIT ScalarType index and name.
 
 Values in the builder carry a ``torch.dtype``; these tables translate at the edges (JIT constants
-hold ScalarType indices, ONNX wants TensorProto codes, legacy symbolics compare scalar names).
+hold ScalarType indices, ONNX wants TensorProto codes, legacy symbolics compare scalar names),
+and ``tensor_bytes`` gives a tensor's bytes as ONNX stores them for its type.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import torch
 from onnx import TensorProto
 
 from .errors import OnnxExporterError
+from .lazy import LazyTensor
 
 # (torch dtype, ONNX type, ScalarType index, legacy scalar name)
 _TABLE = (
@@ -220,3 +222,21 @@ for _member in JitScalarType:
     _onnx = _onnx_type_of(_member)
     if _onnx is not None:  # the plain type for INT8/UINT8/INT32, not the quantized one sharing it
         _JIT_BY_ONNX.setdefault(_onnx, _member)
+
+
+def tensor_bytes(tensor: torch.Tensor) -> memoryview:
+    """The tensor's little-endian bytes as ONNX stores them (raw data), without a copy when it is
+    contiguous on the CPU: the serializer writes these, the optimizer compares tensors by them."""
+    if isinstance(tensor, LazyTensor):  # whole; initializers stream theirs in chunks instead
+        tensor = tensor.materialize()
+    tensor = tensor.detach()
+    if tensor.is_quantized:
+        tensor = tensor.int_repr()
+    tensor = tensor.cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.view(torch.int16)
+    elif tensor.dtype in (torch.float8_e5m2, torch.float8_e4m3fn):
+        tensor = tensor.view(torch.uint8)
+    if tensor.numel() == 0:  # memoryview cannot cast a view with a zero in its shape
+        return memoryview(b"")
+    return memoryview(tensor.numpy()).cast("B")

@@ -100,28 +100,10 @@ def _value_info(value: Value) -> onnx.ValueInfoProto:
 def tensor_proto(tensor: torch.Tensor, name: str = "") -> onnx.TensorProto:
     """A small tensor (attributes, constants) as a TensorProto with raw data."""
     proto = onnx.TensorProto(name=name, data_type=dtypes.to_onnx(tensor.dtype), dims=list(tensor.shape))
-    proto.raw_data = _tensor_bytes(tensor).tobytes()
+    proto.raw_data = dtypes.tensor_bytes(tensor).tobytes()
     return proto
 
 
-def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
-    """The tensor's little-endian bytes without a copy when it is contiguous on the CPU."""
-    if isinstance(tensor, LazyTensor):  # whole; initializers stream theirs in chunks instead
-        tensor = tensor.materialize()
-    tensor = tensor.detach()
-    if tensor.is_quantized:
-        tensor = tensor.int_repr()
-    tensor = tensor.cpu().contiguous()
-    if tensor.dtype == torch.bfloat16:
-        tensor = tensor.view(torch.int16)
-    elif tensor.dtype in (torch.float8_e5m2, torch.float8_e4m3fn):
-        tensor = tensor.view(torch.uint8)
-    if tensor.numel() == 0:  # memoryview cannot cast a view with a zero in its shape
-        return memoryview(b"")
-    return memoryview(tensor.numpy()).cast("B")
-
-
-tensor_bytes = _tensor_bytes  # public: the optimizer compares tensors by these bytes
 
 
 def _attribute(name: str, kind: str, value, value_info: bool = False, metadata=None) -> onnx.AttributeProto:
@@ -222,8 +204,8 @@ class _Initializer:
     def pieces(self) -> Iterator[memoryview]:
         """The raw bytes; a lazy tensor's one row block at a time, each freed once written."""
         if isinstance(self.tensor, LazyTensor):
-            return (_tensor_bytes(rows) for rows in self.tensor.chunks())
-        return iter((_tensor_bytes(self.tensor),))
+            return (dtypes.tensor_bytes(rows) for rows in self.tensor.chunks())
+        return iter((dtypes.tensor_bytes(self.tensor),))
 
     def sources(self) -> list:
         """The tensors its bytes are read from: itself, or a lazy tensor's sources."""

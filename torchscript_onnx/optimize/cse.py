@@ -20,7 +20,7 @@ import struct
 import torch
 
 from ..ir import Graph, Node
-from ..serialize import tensor_bytes
+from ..dtypes import tensor_bytes
 from .subgraphs import bodies, has_subgraph, subgraph_references
 
 # Ops whose every run draws new values. Dropout is random in training (opsets >= 12 choose the mode

@@ -31,7 +31,7 @@ import torch
 
 from ..ir import UNKNOWN, Graph, Value
 from ..lazy import LazyTensor
-from ..serialize import tensor_bytes
+from ..dtypes import tensor_bytes
 from .subgraphs import subgraph_references
 
 SAMPLE_BYTES = 4096
