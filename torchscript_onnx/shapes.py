@@ -57,22 +57,28 @@ def _const_ints(value: Value | None):
     return [int(const)]
 
 
-def shape_vector(value: Value | None) -> list[Dim] | None:
+def shape_vector(value: Value | None, read_dims: Callable[[Value], list | None] | None = None) -> list[Dim] | None:
     """The entries of a 1-D int64 shape value: ints, symbolic dim names, or None where unknown.
 
     Constants give ints; a Concat of pieces keeps what each piece knows, so a shape built from
-    ``x.size(0)`` on a dynamic dim still names that dim.
+    ``x.size(0)`` on a dynamic dim still names that dim. ``read_dims`` is asked first about the
+    value and each piece that is not a constant: the entries it gives are taken as they are (the optimizer's LLM fusions
+    give ``(source, axis)`` for a dim read off ``source``); None lets these rules answer.
     """
     if value is None:
         return None
     known = _const_ints(value)
     if known is not None:
         return list(known)
+    if read_dims is not None:
+        entries = read_dims(value)
+        if entries is not None:
+            return entries
     node = value.producer
     if node is not None and node.op_type == "Concat" and node.domain == "":
         entries: list[Dim] = []
         for part in node.inputs:
-            piece = shape_vector(part)
+            piece = shape_vector(part, read_dims)
             if piece is None:
                 return None
             entries.extend(piece)

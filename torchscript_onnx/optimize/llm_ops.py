@@ -488,35 +488,32 @@ class FuseRotaryEmbedding:
 def _shape_entries(value: Value | None) -> list | None:
     """The entries of a 1-D shape value: ints, ``(source, axis)`` for a dim read off ``source``
     (Shape -> Gather -> Unsqueeze, or Shape with start/end), symbolic names, or None."""
-    known = _ints(value)
-    if known is not None:
-        return known
     node = value.producer if value is not None else None
+    if node is not None and node.domain:
+        return None
+    return shapes.shape_vector(value, _dims_read_off_shape)
+
+
+def _dims_read_off_shape(value: Value) -> list | None:
+    """``[(source, axis), ...]`` when ``value`` reads dims off ``source`` with a Shape node, else None."""
+    node = value.producer
     if node is None or node.domain:
         return None
-    if node.op_type == "Concat":
-        entries: list = []
-        for part in node.inputs:
-            piece = _shape_entries(part)
-            if piece is None:
-                return None
-            entries.extend(piece)
-        return entries
     if node.op_type == "Unsqueeze" and node.inputs[0].rank == 0:
-        gather, shape = _op(node.inputs[0], "Gather"), None
+        gather = _op(node.inputs[0], "Gather")
         if gather is not None and gather.attr("axis", 0) == 0:
             shape = _op(gather.inputs[0], "Shape")
             index = _ints(gather.inputs[1])
             if shape is not None and index is not None and len(index) == 1 and shape.inputs[0].rank is not None \
                     and shape.attr("start") is None and shape.attr("end") is None:
                 return [(shape.inputs[0], index[0] % shape.inputs[0].rank)]
-        return [node.inputs[0].sym]
+        return None
     if node.op_type == "Shape" and node.inputs[0].rank is not None:
         rank = node.inputs[0].rank
         start, end = node.attr("start", 0), node.attr("end", rank)
         start, end = start + rank if start < 0 else start, end + rank if end < 0 else end
         return [(node.inputs[0], axis) for axis in range(max(start, 0), min(end, rank))]
-    return shapes.shape_vector(value)
+    return None
 
 
 def _is_dim(entry, source: Value, axis: int) -> bool:
