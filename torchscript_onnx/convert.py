@@ -25,21 +25,15 @@ from .ir import Graph, Origin, Value
 from .legacy_names import legacy_numbers, number_folds, reader_name
 from .mutation import LIST_MUTATORS, mutated_input, scripted_mutation
 from .options import ExportOptions, OperatorExportTypes, TrainingMode
-
-_SCOPE_ATOM = re.compile(r"::([^/]*)")
+from .scopes import script_location, trace_frame, traced_scope_atoms
 
 
 @functools.lru_cache(maxsize=4096)
 def scope_path(scope_name: str) -> str:
     """``__main__.M::/torch.nn...Sequential::blocks/...Linear::l`` -> ``/blocks/l``."""
-    if not scope_name:
-        return ""
-    atoms = [m for m in _SCOPE_ATOM.findall(scope_name)][1:]  # the first atom is the root model
-    return "".join(f"/{a}" for a in atoms if a)
+    return "".join(f"/{name}" for _, name in traced_scope_atoms(scope_name) if name)
 
 
-_TRACE_FRAME = re.compile(r"^(.*)\((\d+)\): ")  # tracer stacks: "path(42): forward", innermost first
-_SCRIPT_FRAME = re.compile(r'File "(.*)", line (\d+)')  # script source ranges
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _CAPTURE_FILE = os.path.abspath(capture_module.__file__)  # frames from here on are the exporter's
 
@@ -55,13 +49,13 @@ def _source_from_range(text: str) -> str:
     """Many nodes share one recorded range (every node a layer call makes): parse each once."""
     if not text:
         return ""
-    script = _SCRIPT_FRAME.search(text.split("\n", 1)[0])
+    script = script_location(text)
     if script:
-        return f"{script.group(1)}:{script.group(2)}"
-    frames = [m.groups() for m in map(_TRACE_FRAME.match, text.split("\n")) if m]
+        return f"{script[0]}:{script[1]}"
+    frames = [frame for frame in map(trace_frame, text.split("\n")) if frame]
     if not frames:
         return text.split("\n", 1)[0].strip()
-    for path, line in frames:
+    for path, line, _ in frames:
         path_abs = os.path.abspath(path)
         if path_abs == _CAPTURE_FILE:
             break

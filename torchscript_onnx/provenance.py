@@ -25,7 +25,7 @@ import re
 import onnx
 import torch
 
-from .scopes import scope_atom
+from .scopes import scope_atom, script_location, trace_frame, traced_scope_atoms
 from .ir import Node, Origin
 
 NAMESPACE = "namespace"
@@ -33,8 +33,6 @@ CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
 
-_TRACE_FRAME = re.compile(r"^(.*)\((\d+)\): (.*)$")  # tracer stacks: "path(42): forward", innermost first
-_SCRIPT_FRAME = re.compile(r'File "(.*)", line (\d+)')  # scripted source ranges
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 # frames of torch's call machinery, not of a forward: left out of stack traces, as dynamo does
 _CALL_MACHINERY = (os.path.join(_TORCH_DIR, "nn", "modules", "module.py"),)
@@ -64,10 +62,10 @@ _STOP = "stop"
 def _frame(text: str) -> str | None:
     """One tracer frame (``path(42): forward``) in traceback form with its line of code; None for
     frames left out (call machinery, not a frame), ``_STOP`` where the exporter's frames begin."""
-    match = _TRACE_FRAME.match(text)
-    if match is None:
+    frame = trace_frame(text)
+    if frame is None:
         return None
-    path, line, function = match.groups()
+    path, line, function = frame
     absolute = os.path.abspath(path)
     if absolute.startswith(_EXPORTER_DIRS):
         return _STOP
@@ -81,12 +79,12 @@ def _frame(text: str) -> str | None:
 def stack_trace(source_range: str) -> str:
     """A TorchScript source range as a Python traceback, outermost frame first, each with its line
     of code; only the model's frames (not the tracer's, the exporter's or module call machinery)."""
-    script = _SCRIPT_FRAME.search(source_range.split("\n", 1)[0])
+    script = script_location(source_range)
     if script:  # a scripted node: its file and line, and the line of code the range marks
         lines = source_range.split("\n")
         marker = next((k for k, line in enumerate(lines) if "<--- HERE" in line), 0)
         code = lines[marker - 1].strip() if marker > 0 else ""
-        return f'File "{script.group(1)}", line {script.group(2)}' + (f"\n    {code}" if code else "")
+        return f'File "{script[0]}", line {script[1]}' + (f"\n    {code}" if code else "")
     frames = []
     for text in source_range.split("\n"):
         frame = _frame(text)
@@ -105,11 +103,7 @@ def _scope_atoms(scope_name: str, scope: str) -> list[tuple[str | None, str, boo
     from our tracer's scope name (``__main__.M::/torch.nn...Linear::lin``), torch.jit.trace's
     (``__module.seq/__module.seq.0``, in a traced ScriptModule), else the module path (``/blocks/blocks.0``)."""
     if "::" in scope_name:
-        atoms = []
-        for part in scope_name.split("/")[1:]:
-            cls, _, name = part.rpartition("::")
-            atoms.append((cls or None, name, False))
-        return atoms
+        return [(cls or None, name, False) for cls, name in traced_scope_atoms(scope_name)]
     if scope_name.startswith(_JIT_TRACE_ATOM):
         return [(None, part[len(_JIT_TRACE_ATOM):], True) for part in scope_name.split("/")
                 if part.startswith(_JIT_TRACE_ATOM)]
