@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from .symbolic import registry
+from .symbolic import complex_results, registry
 
 from . import capture as capture_module
 from . import dtypes, jit_walk, onnx_ops
@@ -127,25 +127,10 @@ def is_complex(jit_value: torch._C.Value) -> bool:
     return isinstance(jit_type, torch._C.TensorType) and (jit_type.scalarType() or "").startswith("Complex")
 
 
-# Ops whose result is complex whatever their input (a scripted graph carries no dtype to tell)
-_COMPLEX_RESULTS = frozenset({"aten::fft_fft", "aten::fft_ifft", "aten::fft_fft2", "aten::fft_ifft2", "aten::fft_fftn",
-                              "aten::fft_ifftn", "aten::fft_rfft", "aten::fft_rfft2", "aten::fft_rfftn",
-                              "aten::view_as_complex", "aten::complex", "aten::polar"})
-
-
-_STFT_RETURN_COMPLEX = 7  # aten::stft(self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, ...)
-
-
 def makes_complex(jit_value: torch._C.Value) -> bool:
     """Whether ``jit_value`` is complex, by its traced type or, untyped (scripted), by the op that
-    makes it: an fft, view_as_complex, or stft with return_complex=True."""
-    if is_complex(jit_value):
-        return True
-    node = jit_value.node()
-    if node.kind() == "aten::stft" and node.inputsSize() > _STFT_RETURN_COMPLEX:
-        flag = node.inputsAt(_STFT_RETURN_COMPLEX)
-        return flag.node().kind() == "prim::Constant" and flag.toIValue() is True
-    return node.kind() in _COMPLEX_RESULTS
+    makes it (the symbolics' table: ``symbolic/complex_results.py``)."""
+    return is_complex(jit_value) or complex_results.makes_complex(jit_value.node())
 
 
 def has_complex(jit_graph: torch._C.Graph) -> bool:
