@@ -24,6 +24,7 @@ the numbers differ and so do those names; the names keep legacy's form.
 from __future__ import annotations
 
 from .ir import Graph, Node, Value
+from .optimize.subgraphs import node_bodies
 
 # The ops legacy's constant folding evaluates (torch/csrc/jit/passes/onnx/constant_fold.cpp),
 # with the conditions it checks that our nodes can miss.
@@ -58,10 +59,7 @@ def reader_name(number: int, users) -> str:
 
 
 def _bodies(node) -> list[Graph]:
-    found = []
-    for kind, value in node.attrs.values():
-        found += [value] if kind == "g" else list(value) if kind == "gs" else []
-    return [b for b in found if isinstance(b, Graph)]
+    return [body for body in node_bodies(node) if isinstance(body, Graph)]
 
 
 def _body_reads(body: Graph) -> list[Value]:

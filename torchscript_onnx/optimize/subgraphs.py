@@ -25,36 +25,39 @@ def _proto_names(graph: onnx.GraphProto, names: set[str]) -> None:
     names.update(output.name for output in graph.output)
 
 
+def node_bodies(node) -> list:
+    """The subgraph attributes of ``node`` (If/Loop/Scan bodies): ``Graph``s, or ``GraphProto``s
+    once a body is made into its proto."""
+    found = []
+    for kind, value in node.attrs.values():
+        if kind == "g":
+            found.append(value)
+        elif kind == "gs":
+            found.extend(value)
+    return found
+
+
 def _body_names(body, names: set[str]) -> None:
     if isinstance(body, onnx.GraphProto):
         _proto_names(body, names)
     elif isinstance(body, Graph):
-        _graph_names(body, names)
+        _graph_names(body.nodes, names)
     else:
         raise TypeError(f"unexpected subgraph attribute of type {type(body).__name__}")
 
 
-def _graph_names(graph: Graph, names: set[str]) -> None:
-    for node in graph.nodes:
-        names.update(v.name for v in node.inputs if v is not None)
-        for kind, value in node.attrs.values():
-            if kind == "g":
-                _body_names(value, names)
-            elif kind == "gs":
-                for body in value:
-                    _body_names(body, names)
+def _graph_names(nodes, names: set[str], inputs: bool = True) -> None:
+    for node in nodes:
+        if inputs:
+            names.update(v.name for v in node.inputs if v is not None)
+        for body in node_bodies(node):
+            _body_names(body, names)
 
 
 def subgraph_references(graph: Graph) -> set[str]:
     """Every name read inside a subgraph attribute of ``graph``'s nodes (a superset of the outer ones)."""
     names: set[str] = set()
-    for node in graph.nodes:
-        for kind, value in node.attrs.values():
-            if kind == "g":
-                _body_names(value, names)
-            elif kind == "gs":
-                for body in value:
-                    _body_names(body, names)
+    _graph_names(graph.nodes, names, inputs=False)
     names.discard("")
     return names
 
@@ -65,8 +68,4 @@ def has_subgraph(node) -> bool:
 
 def bodies(graph: Graph) -> list[Graph]:
     """The If/Loop/Scan bodies of ``graph``'s nodes that are still ``Graph``s (not yet protos)."""
-    found = []
-    for node in graph.nodes:
-        for kind, value in node.attrs.values():
-            found += [b for b in ([value] if kind == "g" else value if kind == "gs" else []) if isinstance(b, Graph)]
-    return found
+    return [body for node in graph.nodes for body in node_bodies(node) if isinstance(body, Graph)]
