@@ -190,7 +190,7 @@ def test_graph_inputs_and_outputs_as_legacy_lays_them_out(capture):
     assert outputs == [(T.UINT8, 2), (T.FLOAT, 0), (T.UINT8, 0), (T.FLOAT, 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="api._check_against_graph counts a quantized input as one input name")
+@pytest.mark.xfail(strict=True, reason="api.check_against_graph counts a quantized input as one input name")
 def test_input_names_name_the_three_parts():
     proto, _ = run(Relu(), (q((2, 3)),), 13, input_names=["v", "s", "z"])
     assert [i.name for i in proto.graph.input] == ["v", "s", "z"]

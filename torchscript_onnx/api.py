@@ -351,7 +351,7 @@ def convert_model(model, args: tuple, options: ExportOptions, artifacts: Artifac
 
 def _check_cache_names(graph: Graph, options: ExportOptions) -> None:
     """The dynamic_axes keys of a cache tensor's name form (``past_key_values.0.key``), whose
-    check ``validate_options`` left for the graph: each must name an input or output."""
+    check ``ExportOptions`` left for the graph: each must name an input or output."""
     named = set(options.input_names) | set(options.output_names)
     present = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
     for name in options.dynamic_axes:
