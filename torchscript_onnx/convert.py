@@ -97,8 +97,6 @@ def find_unsupported(jit_graph: torch._C.Graph, opset: int,
 
 _NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64}
 _NUMBER_TYPES = {torch._C.BoolType: torch.bool, torch._C.IntType: torch.int64, torch._C.FloatType: torch.float64}
-# a quantized tensor's integer values at the graph boundary, as legacy types them
-_QUANTIZED_VALUES = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 
 def _stacked_numbers(ctx: GraphContext, value: Value, jit_value: torch._C.Value) -> Value:
@@ -209,7 +207,7 @@ class Converter:
             shape = None if sizes is None else tuple(sizes)
             key = name if k < len(names) or k in given else _dynamic_axes_key(self.options.dynamic_axes, name, k)
             shape = _name_dims(shape, self.options.dynamic_axes.get(key), key)
-            if dtype in _QUANTIZED_VALUES:
+            if dtype in dtypes.QUANTIZED_STORAGE:
                 self.env[jit_value.unique()] = self.add_quantized_input(jit_value, dtype, sizes)
                 continue
             if examples and k < len(examples) and isinstance(examples[k], list):
@@ -259,13 +257,14 @@ class Converter:
         names, axes, first = self.options.input_names, self.options.dynamic_axes, len(self.graph.inputs)
         base = jit_value.debugName()
         parts = []
-        for i, (suffix, part_dtype, shape) in enumerate(
-                (("value", _QUANTIZED_VALUES[dtype], sizes), ("scale", torch.float64, []), ("zero_point", torch.int64, []))):
+        layout = (("value", dtypes.QUANTIZED_STORAGE[dtype], sizes), ("scale", torch.float64, []),
+                  ("zero_point", torch.int64, []))
+        for i, (suffix, part_dtype, shape) in enumerate(layout):
             name = names[first + i] if first + i < len(names) else f"{base}_{suffix}"
             shape = None if shape is None else tuple(shape)
             parts.append(self.graph.add_input(name, part_dtype, _name_dims(shape, axes.get(name), name)))
         self.ctx.scope, self.ctx.source, self.ctx.origin = "", "", None
-        return quantized.graph_input(self.ctx, *parts, _QUANTIZED_VALUES[dtype])
+        return quantized.graph_input(self.ctx, *parts, dtypes.QUANTIZED_STORAGE[dtype])
 
     def add_param(self, name: str, tensor: torch.Tensor) -> Value:
         tensor = tensor.detach()
@@ -483,9 +482,9 @@ class Converter:
         if dtype is None and self.captured.scripted and node.inputsSize():  # untyped: known by its input
             values = quantized.scripted_result_dtype(node.kind(), self.env.get(node.inputsAt(0).unique()))
             return result if values is None else quantized.requantize(self.ctx, node.kind(), result, values)
-        if dtype not in _QUANTIZED_VALUES:
+        if dtype not in dtypes.QUANTIZED_STORAGE:
             return result
-        return quantized.requantize(self.ctx, node.kind(), result, _QUANTIZED_VALUES[dtype])
+        return quantized.requantize(self.ctx, node.kind(), result, dtypes.QUANTIZED_STORAGE[dtype])
 
     def _convert_plumbing(self, node: torch._C.Node, fn, inputs: list[Value]) -> bool:
         """Most traced nodes are constants and constant lists (2386 + 556 of DenseNet's ~3400): their
@@ -647,11 +646,11 @@ class Converter:
     def is_quantized_output(self, jit_value: torch._C.Value, position: int) -> bool:
         """Whether graph output ``jit_value`` (the ``position``-th flat output) is a quantized
         tensor: its traced type says so, or (scripted, untyped) the example run's output does."""
-        if _jit_tensor_info(jit_value)[0] in _QUANTIZED_VALUES:
+        if _jit_tensor_info(jit_value)[0] in dtypes.QUANTIZED_STORAGE:
             return True
         examples = self.captured.example_outputs
         return position < len(examples) and examples[position] is not None \
-            and examples[position][0] in _QUANTIZED_VALUES
+            and examples[position][0] in dtypes.QUANTIZED_STORAGE
 
     def quantized_output(self, value: Value, debug_name: str) -> list[tuple[Value, str]]:
         """A quantized tensor output as legacy lays it out: its integer values, its scale (float)

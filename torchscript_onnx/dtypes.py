@@ -50,6 +50,8 @@ SCALAR_NAME_TO_TORCH = {n: t for t, _, _, n in _TABLE}
 
 FLOATING = frozenset({torch.float16, torch.float32, torch.float64, torch.bfloat16})
 INTEGRAL = frozenset({torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+# a quantized tensor's integer values: the type ONNX (and legacy, at the graph's boundary) holds them in
+QUANTIZED_STORAGE = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
 
 
 def to_onnx(dtype: torch.dtype) -> int:

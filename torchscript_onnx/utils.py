@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import torch
 
-from . import api
+from . import api, dtypes
 from .audit import unconvertible_ops
 from .capture import is_in_onnx_export, select_model_mode_for_export
 from .options import OPTION_NAMES
@@ -112,8 +112,7 @@ def warn_on_static_input_change(input_states) -> None:
                           "inputs or outputs, the graph keeps the traced value", stacklevel=2)
 
 
-_QUANTIZED_STORAGE = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32,
-                      torch.quint4x2: torch.int8}
+_QUANTIZED_STORAGE = {**dtypes.QUANTIZED_STORAGE, torch.quint4x2: torch.int8}
 
 
 def unpack_quantized_tensor(value, cast_onnx_accepted: bool = True) -> tuple:
