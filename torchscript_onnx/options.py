@@ -77,6 +77,10 @@ def _check_bool(value, argument: str) -> bool:
     return value
 
 
+def _check_optional_bool(value, argument: str) -> bool | None:
+    return None if value is None else _check_bool(value, argument)
+
+
 def _check_names(value, argument: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -240,7 +244,9 @@ class ExportOptions:
     named_later: dataclasses.InitVar[Callable[[str], bool] | None] = None
 
     def __post_init__(self, named_later) -> None:
+        # in the order the checks always ran, so a call with two bad arguments names the same one
         opset = check_opset(self.opset_version)
+        training = _enum_member(self.training, TrainingMode, "training")
         input_names = _check_names(self.input_names, "input_names")
         output_names = _check_names(self.output_names, "output_names")
         shared = sorted(set(input_names) & set(output_names))
@@ -250,28 +256,27 @@ class ExportOptions:
                 "input and output"
             )
         strict = _check_bool(self.strict, "strict")
-        keep_initializers = self.keep_initializers_as_inputs
-        if keep_initializers is not None:
-            _check_bool(keep_initializers, "keep_initializers_as_inputs")
         checked = dict(
             opset_version=opset,
-            training=_enum_member(self.training, TrainingMode, "training"),
+            training=training,
             input_names=input_names,
             output_names=output_names,
             strict=strict,
             optimize=_check_bool(self.optimize, "optimize"),
             dynamic_axes=_check_dynamic_axes(self.dynamic_axes, input_names, output_names, strict, named_later),
             export_params=_check_bool(self.export_params, "export_params"),
+            # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from
+            # opset 9 the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
+            keep_initializers_as_inputs=bool(
+                _check_optional_bool(self.keep_initializers_as_inputs, "keep_initializers_as_inputs")) or opset < 9,
             do_constant_folding=_check_bool(self.do_constant_folding, "do_constant_folding"),
             operator_export_type=_enum_member(self.operator_export_type, OperatorExportTypes,
                                               "operator_export_type"),
             custom_opsets=_check_custom_opsets(self.custom_opsets),
             autograd_inlining=_check_bool(self.autograd_inlining, "autograd_inlining"),
-            verbose=False if self.verbose is None else _check_bool(self.verbose, "verbose"),
+            # None is the default of torch's public export signature and means False there.
+            verbose=bool(_check_optional_bool(self.verbose, "verbose")),
             export_modules_as_functions=_check_modules_as_functions(self.export_modules_as_functions, opset),
-            # IR v3 (opsets 7-8) requires every initializer to be listed as a graph input; from
-            # opset 9 the legacy default (None) for OperatorExportTypes.ONNX is not to list them.
-            keep_initializers_as_inputs=True if opset < 9 else bool(keep_initializers),
             value_info=_check_bool(self.value_info, "value_info"),
             provenance=_check_bool(self.provenance, "provenance"),
             metadata_props=_check_metadata_props(self.metadata_props),
