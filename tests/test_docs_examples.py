@@ -201,8 +201,13 @@ def function_without_symbolic_is_an_error_naming_it(_) -> None:
 
 
 def errors_derive_from_onnx_exporter_error(_) -> None:
-    assert issubclass(tso.UnsupportedOperatorError, torch.onnx.errors.OnnxExporterError)
-    assert issubclass(tso.SymbolicValueError, torch.onnx.errors.OnnxExporterError)
+    from torchscript_onnx import errors
+
+    for error in (tso.UnsupportedOperatorError, tso.SymbolicValueError, tso.OpsetRequirementError,
+                  tso.VerificationError, errors.DynamicAxesError, errors.UnflattenableCacheError, tso.CheckerError):
+        assert issubclass(error, torch.onnx.errors.OnnxExporterError), error
+    assert issubclass(tso.VerificationError, AssertionError)
+    assert issubclass(errors.DynamicAxesError, ValueError) and issubclass(errors.UnflattenableCacheError, TypeError)
 
 
 CLAIMS = [
@@ -233,7 +238,8 @@ CLAIMS = [
     Claim("docs/user_guide.md", "a Function without a `symbolic` is then an error naming it",
           function_without_symbolic_is_an_error_naming_it),
     Claim("docs/migration.md", "or the export fails naming the Function", function_without_symbolic_is_an_error_naming_it),
-    Claim("docs/user_guide.md", "- Both derive from `OnnxExporterError`.", errors_derive_from_onnx_exporter_error),
+    Claim("docs/user_guide.md", "Every error the exporter raises on purpose derives from `OnnxExporterError` (torch's, "
+          "where torch has it); `VerificationError` is also an `AssertionError`", errors_derive_from_onnx_exporter_error),
 ]
 
 
