@@ -133,6 +133,11 @@ def size(g, x: Value, axis: int) -> Value:
 SCATTER_REDUCTION_SINCE = {"add": 16, "mul": 16, "max": 18, "min": 18}
 
 
+def has_scatter_reduction(g, reduction: str) -> bool:
+    """Whether ScatterElements and ScatterND take ``reduction`` ("add", "mul", "max", "min") at the target opset."""
+    return g.opset >= SCATTER_REDUCTION_SINCE[reduction]
+
+
 def scatter_elements(g, x: Value, axis: int, indices: Value, updates: Value, reduction: str | None = None) -> Value:
     if reduction is None or reduction == "none":
         if g.opset < 9:

@@ -19,10 +19,18 @@ from torchscript_onnx import dtypes, onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .operand_types import (
-    as_operand, float_dtype, native_dtype, require_opset, result_dtype, runtime_supports,
+    as_operand, float_dtype, native_dtype, result_dtype, runtime_supports,
 )
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "aten::erf (ONNX Erf)": 9,
+    "aten::erfinv (it uses ONNX Erf and Where)": 9,
+    "this conversion (it uses ONNX Where)": 9,
+})
 
 
 def unary(g, op_type: str, self, dtype: torch.dtype | None = None, **attrs) -> Value:
@@ -92,7 +100,7 @@ def isnan(g, x: Value) -> Value:
 
 def where(g, condition: Value, self: Value, other: Value) -> Value:
     """ONNX Where (opset 9+) for internal use by decompositions."""
-    require_opset(g, 9, "this conversion (it uses ONNX Where)")
+    OPSET.require(g, "this conversion (it uses ONNX Where)")
     return g.op("Where", condition, self, other)
 
 
@@ -449,7 +457,7 @@ def log10(g, self):
 @symbolic("aten::erf")
 def erf(g, self):
     """erf(Tensor self) -> Tensor"""
-    require_opset(g, 9, "aten::erf (ONNX Erf)")
+    OPSET.require(g, "aten::erf (ONNX Erf)")
     return _float_unary(g, "Erf", self)
 
 
@@ -464,7 +472,7 @@ _ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 
 def erfinv(g, self):
     """erfinv(Tensor self) -> Tensor"""
     # No ONNX op: Giles' polynomial approximation, refined by one Newton step on erf.
-    require_opset(g, 9, "aten::erfinv (it uses ONNX Erf and Where)")
+    OPSET.require(g, "aten::erfinv (it uses ONNX Erf and Where)")
     dtype = float_dtype(g, self)
     x = as_operand(g, self, dtype)
     one = g.constant(1.0, dtype)

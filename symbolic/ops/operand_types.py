@@ -90,12 +90,6 @@ def native_dtype(g, op_type: str, dtype: torch.dtype | None, index: int = 0) -> 
     sh.value_error(f"ONNX {op_type} at opset {g.opset} takes no tensor of {dtype} or a type that holds it")
 
 
-def require_opset(g, opset: int, what: str) -> None:
-    """Raise the clear error for conversions ONNX can express only from ``opset`` on."""
-    if g.opset < opset:
-        sh.needs_opset(opset, what)
-
-
 def result_dtype(g, *operands) -> torch.dtype | None:
     """The dtype torch gives the op's result: from the trace when recorded, else by promotion."""
     return g.output_dtype() or sh.promote_types(*operands)

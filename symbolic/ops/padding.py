@@ -16,8 +16,8 @@ from ..registry import declare_opset_requirements, symbolic
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d", "aten::reflection_pad2d",
      "aten::reflection_pad3d", "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"): {
         "pads known only at runtime (Pad with a pads input)": 11},
@@ -58,13 +58,12 @@ def _crop(g, input, pairs):
 def _runtime_pad(g, input, pairs, mode, value, op, pads=None):
     """Pads computed at runtime (e.g. from a dynamic size): a pads input, opset 11 (wrap: 19).
     ``pads``: the ONNX pads tensor when already built (then ``pairs`` is not read)."""
-    need = 19 if mode == "circular" else 11
-    if g.opset < need:
-        # legacy's wording first: callers match on it
-        reason = f"pads known only at runtime (Pad with a pads input{' and wrap mode' * (need == 19)})"
-        sh.needs_opset(need, reason, None,
-                       f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding must be "
-                       f"constant. Please try opset version {need} ({op}: {reason}; pass opset_version={need})")
+    reason = "pads known only at runtime (Pad with a pads input and wrap mode)" if mode == "circular" \
+        else "pads known only at runtime (Pad with a pads input)"
+    need = OPSET.opset(reason)
+    # legacy's wording first: callers match on it
+    OPSET.require(g, reason, None, f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding "
+                  f"must be constant. Please try opset version {need} ({op}: {reason}; pass opset_version={need})")
     if pads is None:
         items = [b for b, _ in pairs] + [e for _, e in pairs]
         parts = []

@@ -24,10 +24,12 @@ from .operand_types import as_operand, dtype_arg, to_floating
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::cumsum", "aten::cumprod", "aten::logcumsumexp"): {"a dim of runtime size": 11},
     ("aten::kthvalue", "aten::median"): {"k known only at runtime": 10},
+}, unlisted={
+    "ONNX Where": 9,
 })
 
 _REDUCE_TYPES = frozenset({torch.float16, torch.float32, torch.float64, torch.int32, torch.int64})
@@ -525,13 +527,12 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
         if trailing:
             mask = onnx_ops.unsqueeze(g, mask, list(range(2, 2 + len(trailing))))
     else:
-        sh.needs_opset(11, "a dim of runtime size", x)
+        OPSET.require(g, "a dim of runtime size", x)
     spread = onnx_ops.unsqueeze(g, x, [axis])
     if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
         masked = g.op("Mul", spread, onnx_ops.cast(g, mask, x.dtype))
     else:
-        if g.opset < 9:
-            sh.needs_opset(9, "ONNX Where", x)
+        OPSET.require(g, "ONNX Where", x)
         masked = g.op("Where", mask, spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
 
@@ -575,7 +576,7 @@ def kth_smallest(g, x: Value, k, axis: int, keepdim: bool) -> tuple[Value, Value
         values, indices = g.op("TopK", values_in, k_value, axis_i=axis, outputs=2, **attrs)
     else:
         if not isinstance(k, int):
-            sh.needs_opset(10, "k known only at runtime", x)
+            OPSET.require(g, "k known only at runtime", x)
         values, indices = g.op("TopK", values_in, k_i=k, axis_i=axis, outputs=2)
     last = g.constant(k - 1, torch.int64) if isinstance(k, int) else g.op("Sub", k, g.constant(1, torch.int64))
     if keepdim:
