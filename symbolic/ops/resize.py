@@ -1,9 +1,10 @@
 """Resizing at opset 9: the aten upsample ops as ONNX Upsample (opsets 7-9) or Resize (10+).
 
-One lowering, ``resize``, reads ``g.opset``: the ONNX ops moved from Upsample (scales attribute
-at 7, input at 9) to Resize (10: nearest/linear, asymmetric only; 11: coordinate transformation
-modes, cubic and a sizes input; 18: antialias). Modes ONNX cannot express at the target opset
-raise an error naming the lowest opset that can."""
+One lowering, ``resize``, over the ONNX ops that moved from Upsample (scales attribute at 7, input
+at 9) to Resize (10: nearest/linear, asymmetric only; 11: coordinate transformation modes, cubic
+and a sizes input; 18: antialias); the builder's ``onnx_ops.upsample`` and ``resize_no_roi`` hold
+those schema moves. Modes ONNX cannot express at the target opset raise an error naming the
+lowest opset that can."""
 
 from __future__ import annotations
 
@@ -148,7 +149,7 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
         OPSET.require(g, "nearest-exact mode (Resize coordinate transformation modes)" if exact else
                       "linear mode (Resize coordinate transformation modes)" if mode == "linear" else
                       "cubic mode (Resize coordinate transformation modes)")
-    if g.opset >= 11:
+    if onnx_ops.has_attribute(g, "Resize", "coordinate_transformation_mode"):  # Resize-11
         return _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact)
     if sizes is not None:
         scales = _static_scales(input, sizes)
@@ -156,24 +157,17 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
             OPSET.require(g, "an output size known only at runtime (Upsample with a scales input)")
     if isinstance(scales, Value):
         OPSET.require(g, "scale factors known only at runtime (Upsample with a scales input)")
-        scale_value = _runtime_scales(g, scales)
-        return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
+        return onnx_ops.upsample(g, input, _runtime_scales(g, scales), mode)
     if scales is not None and any(s < 1 for s in scales):
         OPSET.require(g, "downsampling (scale < 1, ONNX Resize)")
-    if g.opset == 10 and not _whole_downsampling(input, sizes, scales):
+    if onnx_ops.has_op(g, "Resize") and not _whole_downsampling(input, sizes, scales):
         # Resize-10 rounds nearest up when downsampling (onnxruntime's "simple" mode): matches
         # torch's floor only where the source coordinates are whole numbers.
         OPSET.require(g, "nearest downsampling by a non-integer factor (Resize with nearest_mode)")
-    full = None if scales is None else [1.0, 1.0] + list(scales)
-    if g.opset < 9:
-        return g.op("Upsample", input, mode_s=mode, scales_f=full)
-    if full is not None:
-        g.legacy_only(2, folds=1)  # legacy's Concat of two Constants, folded by its constant folding
-        scale_value = g.constant(full, torch.float32)
-    else:
-        out = onnx_ops.cast(g, _full_sizes(g, input, sizes), torch.float32)
-        scale_value = g.op("Div", out, onnx_ops.cast(g, g.op("Shape", input), torch.float32))
-    return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
+    if scales is not None:
+        return onnx_ops.upsample(g, input, [1.0, 1.0] + list(scales), mode)
+    out = onnx_ops.cast(g, _full_sizes(g, input, sizes), torch.float32)
+    return onnx_ops.upsample(g, input, g.op("Div", out, onnx_ops.cast(g, g.op("Shape", input), torch.float32)), mode)
 
 
 def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
@@ -190,7 +184,7 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
         # torch renormalizes the antialiasing filter over the pixels inside the image.
         attrs["antialias_i"] = 1
         attrs["exclude_outside_i"] = 1
-    empty = g.constant(torch.zeros(0, dtype=torch.float32)) if g.opset < 13 else None
+    empty = onnx_ops.resize_no_roi(g)
     if sizes is not None:
         return g.op("Resize", input, empty, empty, _full_sizes(g, input, sizes), **attrs)
     if isinstance(scales, Value):
@@ -198,7 +192,7 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
     else:
         # legacy: a Concat of two Constants (folded by its constant folding), its roi a None
         # value from opset 13 on where ours has no input
-        g.legacy_only(2 + (g.opset >= 13), folds=1)
+        g.legacy_only(2 + (empty is None), folds=1)
         scale_value = g.constant([1.0, 1.0] + list(scales), torch.float32)
     return g.op("Resize", input, empty, scale_value, **attrs)
 

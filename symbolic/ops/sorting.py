@@ -35,24 +35,12 @@ OPSET = declare_opset_requirements({
 def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
     """(values, indices) of TopK with k an int or a runtime 0-d/1-element value."""
     if self.dtype == torch.bool:  # sort/argsort of a mask: TopK has no bool; order 0/1 as numbers
-        values, indices = topk_values(g, onnx_ops.cast(g, self, torch.float32 if g.opset < 11 else torch.int64),
-                                      k, axis, largest, sorted_)
+        number = torch.int64 if OPSET.met(g, "non-float input") else torch.float32
+        values, indices = topk_values(g, onnx_ops.cast(g, self, number), k, axis, largest, sorted_)
         return onnx_ops.cast(g, values, torch.bool), indices
-    if g.opset < 11 and not self.dtype.is_floating_point:
+    if not self.dtype.is_floating_point:
         OPSET.require(g, "non-float input", self)
-    if g.opset < 10:
-        if not isinstance(k, int):
-            OPSET.require(g, "k known only at runtime", k)
-        source = self if largest else g.op("Neg", self)
-        values, indices = g.op("TopK", source, k_i=k, axis_i=axis, outputs=2)
-    else:
-        count = g.constant([k], torch.int64) if isinstance(k, int) else \
-            g.op("Reshape", onnx_ops.cast(g, k, torch.int64), g.constant([1], torch.int64))
-        if g.opset >= 11:
-            return g.op("TopK", self, count, axis_i=axis, largest_i=int(largest), sorted_i=int(sorted_), outputs=2)
-        source = self if largest else g.op("Neg", self)
-        values, indices = g.op("TopK", source, count, axis_i=axis, outputs=2)
-    return (values if largest else g.op("Neg", values)), indices
+    return onnx_ops.topk(g, self, k, axis, largest, sorted_)
 
 
 @symbolic("aten::topk")
