@@ -2,7 +2,7 @@
 
 Built-in conversions register with ``@symbolic("aten::celu", since=12)`` (``since`` defaults to 9)
 in ``symbolic/ops/<topic>.py``, every version of an op side by side. Lookup follows the legacy
-fall-through: for a target opset >= 9, the highest registered version <= target; for targets 7 and
+fall-through: for a target from opset 9 on, the highest registered version <= target; for targets 7 and
 8, the lowest registered version in target..9 (opset 7/8 modules only override what opset 9
 defines). User registrations (``register_custom_op_symbolic``) win over built-ins at and above
 their opset and can be removed again, which restores the built-in.
@@ -158,8 +158,8 @@ def _check_stated_conditions(path: str | None, opsets: Mapping[str, int]) -> Non
     with open(path, encoding="utf-8") as source:
         tree = ast.parse(source.read())
     tables = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-              and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-              and node.value.func.id == "declare_opset_requirements"
+              and isinstance(node.value, ast.Call)
+              and ast.unparse(node.value.func).split(".")[-1] == "declare_opset_requirements"
               for target in node.targets if isinstance(target, ast.Name)}
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -230,6 +230,8 @@ def _literal_requirements() -> list[tuple[str, int, int, str]]:
         module = None
         if path.parent.name == "ops":
             module = importlib.import_module(f"torchscript_onnx.symbolic.ops.{path.stem}")
+        elif path.parent == SYMBOLIC and "OPSET = " in path.read_text():
+            module = importlib.import_module(f"torchscript_onnx.symbolic.{path.stem}")
         for node in ast.walk(ast.parse(path.read_text())):
             helper = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
             if helper in ("sh.needs_opset", "needs_opset"):

@@ -54,15 +54,24 @@ def _ints(g, values: Sequence[int]) -> Value:
     return g.constant(list(values), torch.int64)
 
 
-def unsqueeze(g, x: Value, axes: Sequence[int]) -> Value:
+def unsqueeze(g, x: Value, axes: Sequence[int] | Value) -> Value:
+    """Unsqueeze at ``axes``: ints, or a 1-D int64 value of axes known only at runtime (opset 13)."""
+    if isinstance(axes, Value) and g.opset < 13:
+        needs_opset(13, "Unsqueeze with axes known only at runtime", x)
     if g.opset >= 13:
-        return g.op("Unsqueeze", x, _ints(g, axes))
+        return g.op("Unsqueeze", x, axes if isinstance(axes, Value) else _ints(g, axes))
     return g.op("Unsqueeze", x, axes_i=list(axes))
 
 
-def squeeze(g, x: Value, axes: Sequence[int] | None = None) -> Value:
+def squeeze(g, x: Value, axes: Sequence[int] | Value | None = None) -> Value:
+    """Squeeze at ``axes`` (None: every dim of size 1): ints, or a 0-d or 1-D int64 value of axes
+    known only at runtime (opset 13)."""
     if axes is None:
         return g.op("Squeeze", x)
+    if isinstance(axes, Value) and g.opset < 13:
+        needs_opset(13, "Squeeze with axes known only at runtime", x)
+    if isinstance(axes, Value):
+        return g.op("Squeeze", x, unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
     if g.opset >= 13:
         return g.op("Squeeze", x, _ints(g, axes))
     return g.op("Squeeze", x, axes_i=list(axes))
@@ -169,6 +178,18 @@ def pad(g, x: Value, pads: Sequence[int], mode: str = "constant", value: float |
         return g.op("Pad", x, pads_i=list(pads), mode_s=mode, value_f=value if mode == "constant" else None)
     fill = None if value is None or mode != "constant" else g.constant(value, x.dtype)
     return g.op("Pad", x, _ints(g, pads), fill, mode_s=mode)
+
+
+def gathers_negative_indices(g) -> bool:
+    """Whether Gather reads a negative index from the end, as torch does (Gather-11)."""
+    return g.opset >= 11
+
+
+def dft(g, x: Value, length: Value, axis: int, inverse: bool = False, onesided: bool = False) -> Value:
+    """DFT over ``axis`` (an attribute at 17, an input from 20)."""
+    if g.opset >= 20:
+        return g.op("DFT", x, length, g.constant(axis, torch.int64), inverse_i=int(inverse), onesided_i=int(onesided))
+    return g.op("DFT", x, length, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
 
 
 def cast(g, x: Value, dtype: torch.dtype) -> Value:

@@ -293,7 +293,7 @@ def _scanned_lists(g, body, mutated: list) -> list:
     """Lists the loop only fills: empty before it, appended to once per iteration at the top of the
     body and not read in it. Below opset 13 ONNX Loop cannot carry a sequence, but it can stack a
     value per iteration (a scan output), which is such a list; the legacy exporter does the same."""
-    if g.opset >= 13:
+    if OPSET.met(g, "a list of runtime length carried by a loop or branch (ONNX sequences)"):
         return []
     loop = g.original_node
     scanned = []
@@ -314,7 +314,7 @@ def _from_scan(g, stacked: Value, element: Value, jit_list) -> Value:
     of runtime values."""
     stacked.dtype = element.dtype
     stacked.shape = None if element.shape is None else (None, *element.shape)
-    if g.opset < 11:
+    if not onnx_ops.has_op(g, "SplitToSequence"):
         if isinstance(jit_list.type().getElementType(), torch._C.TensorType):
             OPSET.require(g, "a list of tensors filled in a loop (ONNX sequences)", stacked)
         return stacked

@@ -86,7 +86,7 @@ def filled(g, size, fill, dtype: torch.dtype) -> Value:
         if scalar.rank:
             scalar = g.op("Reshape", scalar, g.constant([], torch.int64))
         return g.op("Expand", scalar, shape_value(g, size))
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "ConstantOfShape"):
         value = torch.tensor([number], dtype=dtype)
         return g.op("ConstantOfShape", shape_value(g, size), value_t=value)
     if dims is not None:
@@ -97,7 +97,7 @@ def filled(g, size, fill, dtype: torch.dtype) -> Value:
 
 def filled_like(g, self: Value, fill, dtype: torch.dtype) -> Value:
     dims = sh.static_sizes(self)
-    if dims is not None or g.opset >= 9:
+    if dims is not None or onnx_ops.has_op(g, "ConstantOfShape"):
         return filled(g, dims if dims is not None else onnx_ops.shape_of(g, self), fill, dtype)
     OPSET.require(g, "a size known only at runtime", self)
     return filled(g, g.op("Shape", self), fill, dtype)
@@ -223,7 +223,7 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
     dtype = dtype or (torch.int64 if integral else torch.float32)
     if sh.UNKNOWN not in bounds:
         return g.constant(torch.arange(*bounds, dtype=dtype))
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "Range"):
         return _runtime_range(g, start, end, step, integral, dtype)
     OPSET.require(g, "bounds known only at runtime", start)
     # No Range before opset 11: NonZero over ceil((end - start) / step) ones numbers 0..n-1.
@@ -425,7 +425,7 @@ def eye(g, n, *args):
     m, dtype = (args[0], args[1]) if len(args) == 5 else (n, args[0])
     out_dtype = creation_dtype(g, dtype)
     rows, cols = _number(n), _number(m)
-    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (g.opset < 9 or rows * cols <= MAX_FOLDED_ELEMENTS):
+    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (not onnx_ops.has_op(g, "EyeLike") or rows * cols <= MAX_FOLDED_ELEMENTS):
         return g.constant(torch.eye(rows, cols, dtype=out_dtype))  # what folding would make of EyeLike
     OPSET.require(g, "a size known only at runtime (ONNX EyeLike)", n)
     size = Value("", elements=[v if isinstance(v, Value) else Value("", const=v) for v in (n, m)])

@@ -98,7 +98,7 @@ def renormed_rows(g, rows: Value, max_norm: float, norm_type: float) -> Value:
     limit = g.constant(max_norm, rows.dtype)
     scale = g.op("Div", limit, g.op("Add", norms, g.constant(1e-7, rows.dtype)))
     over = g.op("Greater", norms, limit)
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "Where"):
         scale = g.op("Where", over, scale, g.constant(1.0, rows.dtype))
     else:  # no Where before opset 9: 1 + over * (scale - 1)
         step = g.op("Mul", onnx_ops.cast(g, over, rows.dtype), g.op("Sub", scale, g.constant(1.0, rows.dtype)))

@@ -90,12 +90,12 @@ def select(g, self, dim, index):
     if isinstance(idx, int):
         if idx < 0 and sh.is_static(self, dim):
             idx += sh.sizes(self)[dim]
-        if idx >= 0 or g.opset >= 11:
+        if idx >= 0 or onnx_ops.gathers_negative_indices(g):
             return g.op("Gather", self, g.constant(idx, torch.int64), axis_i=dim)
         end = idx + 1 if idx != -1 else INT64_MAX
         return onnx_ops.squeeze(g, onnx_ops.slice(g, self, [dim], [idx], [end]), [dim])
     index = _as_index(g, index)
-    if g.opset < 11:
+    if not onnx_ops.gathers_negative_indices(g):
         index = normalize_index(g, index, self, dim)
     if index.rank == 1:
         index = onnx_ops.squeeze(g, index, [0])
@@ -118,7 +118,7 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
     if isinstance(begin, int) and isinstance(stop, int):
         if begin == 0 and stop >= INT64_MAX and step == 1:
             return self
-        if step != 1 and g.opset < 10:
+        if step != 1 and onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-1: bounds as attributes, no steps
             size = static_dim("slice with a step at opset 9 (Slice has steps from opset 10)", self, dim)
             positions = list(range(size))[begin:stop:step]
             return g.op("Gather", self, g.constant(positions, torch.int64), axis_i=dim)
@@ -268,7 +268,7 @@ def index(g, self, indices):
         p, v = present[0], items[present[0]]
         if _is_mask(v):
             return _mask_select(g, self, v, p)
-        idx = _as_index(g, v) if g.opset >= 11 else normalize_index(g, v, self, p)
+        idx = _as_index(g, v) if onnx_ops.gathers_negative_indices(g) else normalize_index(g, v, self, p)
         return g.op("Gather", self, idx, axis_i=p)
     merged = _Merged(g, self, _expand_masks(g, items))
     out = g.op("Gather", merged.flat, merged.linear, axis_i=0)
@@ -437,7 +437,7 @@ def _hits(g, self: Value, dim: int, positions: Value) -> Value:
     layout = [1] * (dim + 1) + [-1] + [1] * (rank - dim - 1)
     if sh.is_static(self, dim):
         slots = g.constant(torch.arange(sh.sizes(self)[dim]).reshape(layout))
-    elif g.opset >= 11:
+    elif onnx_ops.has_op(g, "Range"):
         count = onnx_ops.size(g, self, dim)
         slots = g.op("Reshape", g.op("Range", g.constant(0, torch.int64), count, g.constant(1, torch.int64)),
                      g.constant(layout, torch.int64))
@@ -527,7 +527,7 @@ def masked_scatter(g, self, mask, source):
 def gather(g, self, dim, index, sparse_grad=None):
     """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
     dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("gather", self))
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "GatherElements"):
         return g.op("GatherElements", self, _as_index(g, index), axis_i=dim)
     return _gather_one_hot(g, self, dim, index)
 
@@ -576,7 +576,8 @@ def _scatter_updates(g, self, index: Value, src) -> Value:
     if mine is not None and theirs is not None and mine != theirs:
         axes = [k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b]
         src = onnx_ops.slice(g, src, axes, [0] * len(axes), [theirs[k] for k in axes])
-    elif (mine is None or theirs is None) and sh.sizes(src) != sh.sizes(index) and g.opset >= 10:
+    elif (mine is None or theirs is None) and sh.sizes(src) != sh.sizes(index) \
+            and not onnx_ops.has_attribute(g, "Slice", "starts"):
         # torch takes the corner of src that index covers; its size is known only at runtime
         rank = require_rank("scatter", index)
         src = g.op("Slice", src, g.constant([0] * rank, torch.int64), onnx_ops.shape_of(g, index),

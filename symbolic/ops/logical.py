@@ -215,7 +215,7 @@ def bitwise_not(g, self):
         return g.op("Not", self)
     if dtypes.is_floating(dtype):
         sh.value_error(f"bitwise not is not defined for {dtype}")
-    if g.opset >= 18:
+    if onnx_ops.has_op(g, "BitwiseNot"):
         return g.op("BitwiseNot", self)
     # two's complement: ~x == -x - 1 for signed integers, 255 - x for uint8
     native = native_dtype(g, "Sub", dtype)
@@ -334,7 +334,7 @@ def isinf_value(g, x: Value, positive: bool = True, negative: bool = True) -> Va
     """Elementwise infinity test; integers are never infinite."""
     if not dtypes.is_floating(x.dtype):
         return compare(g, "Less", x, x)  # all False, with x's shape
-    if g.opset >= 10:
+    if onnx_ops.has_op(g, "IsInf"):
         native = native_dtype(g, "IsInf", x.dtype)
         return g.op("IsInf", as_operand(g, x, native), detect_positive_i=int(positive),
                     detect_negative_i=int(negative))

@@ -236,7 +236,7 @@ def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: i
         OPSET.require(g, "dilation > 1")
         attrs["dilations_i"] = dilation
     if ceil_mode:
-        ceil_pads = None if sh.static_sizes(input) is None and g.opset >= 10 else \
+        ceil_pads = None if sh.static_sizes(input) is None and onnx_ops.has_attribute(g, "MaxPool", "ceil_mode") else \
             ceil_mode_pads(g, input, kernel, stride, pads, dilation)
         # onnxruntime refuses a pad as long as the kernel, which the ceil-mode tail of a dilated
         # kernel can need (without dilation it stays shorter): ONNX's own ceil mode then (opset 10+,
@@ -738,7 +738,7 @@ def pixel_shuffle(g, self, upscale_factor):
     """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor"""
     if self.rank != 4:
         sh.value_error("pixel_shuffle: only 4-D inputs are supported", self)
-    if g.opset >= 11:
+    if onnx_ops.has_attribute(g, "DepthToSpace", "mode"):
         return g.op("DepthToSpace", self, blocksize_i=upscale_factor, mode_s="CRD")
     r = upscale_factor
     dims = sh.static_sizes(self)

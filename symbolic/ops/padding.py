@@ -13,6 +13,7 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
+from .operand_types import onnx_input_types
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
@@ -96,7 +97,7 @@ def _pads_tensor(g, input, pad, mode, value, op):
     missing = g.op("Sub", g.constant([2 * rank], torch.int64), g.op("Shape", pad))
     zeros = g.op("ConstantOfShape", missing, value_t=torch.zeros(1, dtype=torch.int64))
     pairs = g.op("Reshape", g.op("Concat", pad, zeros, axis_i=0), g.constant([rank, 2], torch.int64))
-    if g.opset >= 10:
+    if not onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-10: bounds and steps as inputs
         pairs = onnx_ops.slice(g, pairs, [0], [-1], [-onnx_ops.INT64_MAX], [-1])
     else:
         pairs = g.op("Gather", pairs, g.constant(list(range(rank - 1, -1, -1)), torch.int64), axis_i=0)
@@ -136,9 +137,9 @@ def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
         return _circular(g, input, pairs)
     if input.dtype == torch.bool:
         # Pad takes bool from opset 13 only, and onnxruntime has no bool kernel: pad as uint8 / float.
-        wide = onnx_ops.cast(g, input, torch.uint8 if g.opset >= 11 else torch.float32)
+        wide = onnx_ops.cast(g, input, torch.uint8 if torch.uint8 in onnx_input_types("Pad", g.opset) else torch.float32)
         return onnx_ops.cast(g, _pad(g, wide, pairs, mode, value), torch.bool)
-    if g.opset < 11 and input.dtype is not None and not input.dtype.is_floating_point:
+    if input.dtype is not None and not input.dtype.is_floating_point and input.dtype not in onnx_input_types("Pad", g.opset):
         # Pad takes floating types only before opset 11: pad in a float type that holds every value
         # exactly (double for 32/64-bit integers, as far as 2**53), then cast back.
         wide = torch.float64 if input.dtype in (torch.int32, torch.int64) else torch.float32

@@ -55,7 +55,7 @@ def int_range(g, n) -> Value:
         count = count.reshape(-1)[0].item() if isinstance(count, torch.Tensor) else int(count)
         return g.constant(torch.arange(count, dtype=torch.int64))
     n = onnx_ops.cast(g, n, torch.int64)
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "Range"):
         scalar = onnx_ops.squeeze(g, n, [0]) if n.rank == 1 else n
         return g.op("Range", g.constant(0, torch.int64), scalar, g.constant(1, torch.int64))
     shape = onnx_ops.unsqueeze(g, n, [0]) if n.rank == 0 else n

@@ -149,10 +149,7 @@ def is_complex_input(g, k: int) -> bool:
 def _dft(g, x, length, axis: int, inverse: bool = False, onesided: bool = False):
     """ONNX DFT over ``axis`` of x (trailing dim 1 = real, 2 = complex)."""
     dft_length = g.constant(int(length), torch.int64) if isinstance(length, int) else length
-    if g.opset >= 20:
-        return g.op("DFT", x, dft_length, g.constant(axis, torch.int64), inverse_i=int(inverse),
-                    onesided_i=int(onesided))
-    return g.op("DFT", x, dft_length, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
+    return onnx_ops.dft(g, x, dft_length, axis, inverse, onesided)
 
 
 def _scale(g, x, factor: float):

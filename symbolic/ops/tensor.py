@@ -37,7 +37,7 @@ def reshape_to(g, self: Value, shape) -> Value:
     if target is not sh.UNKNOWN:
         dims = [int(d) for d in target]
         # torch's 0 is an empty dim; ONNX Reshape's 0 copies the input dim unless allowzero (opset 14).
-        allowzero = 1 if 0 in dims and g.opset >= 14 else None
+        allowzero = 1 if 0 in dims and onnx_ops.has_attribute(g, "Reshape", "allowzero") else None
         return g.op("Reshape", self, g.constant(dims, torch.int64), allowzero_i=allowzero)
     return g.op("Reshape", self, shape)
 
@@ -156,7 +156,7 @@ def unsqueeze(g, self, dim):
         axes = onnx_ops.cast(g, dim, torch.int64)
         # (Unsqueeze, not Reshape, makes the axes 1-D: onnxruntime 1.2x's optimizer mistypes a
         # Reshape feeding Unsqueeze's axes.)
-        return g.op("Unsqueeze", self, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
+        return onnx_ops.unsqueeze(g, self, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
     dim = sh._get_const(dim, "i", "dim")
     if dim < 0:
         if self.rank is None:
@@ -655,7 +655,7 @@ def reverse(g, self: Value, axes: list[int]) -> Value:
     """``self`` reversed along ``axes``: Slice with step -1 (opset 10), or Gather on static dims."""
     if not axes:
         return self
-    if g.opset >= 10:
+    if not onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-10: steps, so -1 reverses
         n = len(axes)
         return onnx_ops.slice(g, self, axes, [-1] * n, [-onnx_ops.INT64_MAX] * n, [-1] * n)
     for axis in axes:
@@ -733,7 +733,7 @@ def _roll_runtime(g, self: Value, shift, dim: int) -> Value:
     size = onnx_ops.size(g, self, dim)
     # An empty dim rolls to itself; dividing by its 0 size would trap.
     divisor = g.op("Add", size, onnx_ops.cast(g, g.op("Equal", size, g.constant(0, torch.int64)), torch.int64))
-    if g.opset < 10:
+    if not onnx_ops.has_op(g, "Mod"):
         # No Mod, no Slice with runtime bounds: gather positions (i - shift) mod size. Two rounds
         # of a - (a / n) * n give the non-negative remainder whether Div truncates or floors.
         def rem(a):
@@ -840,9 +840,9 @@ def _triangle(g, self, diagonal_, lower: bool) -> Value:
         sh.value_error("tril/triu need at least 2 dims", self)
     if sh.const(diagonal_) is not sh.UNKNOWN:
         diagonal_ = sh._get_const(diagonal_, "i", "diagonal")
-    elif g.opset < 14:
+    else:
         OPSET.require(g, "a diagonal known only at runtime (ONNX Trilu)", diagonal_)
-    if g.opset >= 14:
+    if onnx_ops.has_op(g, "Trilu"):
         k = g.constant(diagonal_, torch.int64) if isinstance(diagonal_, int) else \
             onnx_ops.cast(g, diagonal_, torch.int64)
         k = reshape_to(g, k, []) if k.rank else k

@@ -192,7 +192,7 @@ def attention(g, query: Value, key: Value, value: Value, mask: Value | None, sca
         scores = g.op("Add", scores, bias)
     probs = _softmax_last(g, scores)
     out = g.op("MatMul", probs, value)
-    if bias is not None and safe_softmax and g.opset >= 9 and _may_leave_rows_empty(bias):
+    if bias is not None and safe_softmax and onnx_ops.has_op(g, "Where") and _may_leave_rows_empty(bias):
         # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
         out = g.op("Where", _empty_rows(g, bias), g.constant(0.0, dtype), out)
     return (out, probs) if need_probs else out
