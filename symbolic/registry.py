@@ -152,34 +152,64 @@ def declare_opset_requirements(table: Mapping[str | tuple[str, ...], Mapping[str
 
 def _check_stated_conditions(path: str | None, opsets: Mapping[str, int]) -> None:
     """Every ``<table>.require(g, condition)`` / ``.met(g, condition)`` in the module at ``path``
-    names a declared condition by a literal, a choice between literals, or a local name assigned one."""
+    names a declared condition by a literal, a choice between literals, or a name assigned one in a
+    line above. Found by text and parsed call by call: the whole module's syntax tree would cost
+    more than the import."""
     if path is None or not path.endswith(".py"):
         return
     with open(path, encoding="utf-8") as source:
-        tree = ast.parse(source.read())
-    tables = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-              and isinstance(node.value, ast.Call)
-              and ast.unparse(node.value.func).split(".")[-1] == "declare_opset_requirements"
-              for target in node.targets if isinstance(target, ast.Name)}
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        local = {target.id: node.value for node in ast.walk(function) if isinstance(node, ast.Assign)
-                 for target in node.targets if isinstance(target, ast.Name)}
-        for node in ast.walk(function):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STATING \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id in tables:
-                stated = node.args[1] if len(node.args) > 1 else None
-                if isinstance(stated, ast.Name):
-                    stated = local.get(stated.id)
-                choices = _literal_choices(stated) if stated is not None else None
-                if choices is None:
-                    raise ValueError(f"{path}:{node.lineno}: state the opset condition as a literal declared in "
-                                     f"the module's requirement table")
-                undeclared = [c for c in choices if c not in opsets]
-                if undeclared:
-                    raise ValueError(f"{path}:{node.lineno}: {undeclared[0]!r} is not declared in the module's "
-                                     f"requirement table (declare_opset_requirements)")
+        text = source.read()
+    tables = re.findall(r"^(\w+) = (?:\w+\.)?declare_opset_requirements\(", text, re.M)
+    for table in tables:
+        for call in re.finditer(rf"\b{table}\.(?:{'|'.join(_STATING)})\(", text):
+            line = text.count("\n", 0, call.start()) + 1
+            node = ast.parse(_call_text(text, call.start()), mode="eval").body
+            stated = node.args[1] if len(node.args) > 1 else None
+            if isinstance(stated, ast.Name):
+                stated = _assigned_above(text, call.start(), stated.id)
+            choices = _literal_choices(stated) if stated is not None else None
+            if choices is None:
+                raise ValueError(f"{path}:{line}: state the opset condition as a literal declared in the module's "
+                                 f"requirement table")
+            undeclared = [c for c in choices if c not in opsets]
+            if undeclared:
+                raise ValueError(f"{path}:{line}: {undeclared[0]!r} is not declared in the module's requirement "
+                                 f"table (declare_opset_requirements)")
+
+
+def _call_text(text: str, start: int) -> str:
+    """The call expression starting at ``start``, through its closing parenthesis."""
+    depth, quote, k = 0, None, start
+    while k < len(text):
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:k + 1]
+        k += 1
+    return text[start:]
+
+
+def _assigned_above(text: str, before: int, name: str) -> ast.expr | None:
+    """The value of the last ``name = ...`` statement above ``before`` (continued by backslashes)."""
+    found = None
+    for match in re.finditer(rf"^[ ]*{name} = ((?:.*\\\n)*.*)$", text[:before], re.M):
+        found = match.group(1)
+    if found is None:
+        return None
+    try:
+        return ast.parse(found, mode="eval").body
+    except SyntaxError:
+        return None
 
 
 def _literal_choices(node: ast.expr) -> list[str] | None:
