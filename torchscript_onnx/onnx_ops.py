@@ -5,8 +5,11 @@ Part of the graph builder (with ``ir``, ``context``, ``shapes`` and ``folding``)
 axes became an input of Squeeze/Unsqueeze/ReduceSum at 13 and of the other reductions at 18;
 Slice took its bounds as inputs at 10; Split took sizes as an input at 13 and ``num_outputs`` at
 18; Clip took min/max as inputs at 11; Pad took pads as an input at 11; TopK took k as an input at
-10 and ``largest``/``sorted`` at 11; ScatterElements (Scatter before 11) and ScatterND took their
-reductions at 16 and 18.
+10 and ``largest``/``sorted`` at 11; Upsample took its scales as an input at 9 and became Resize
+at 10, whose roi input is optional from 13; DFT took its axis as an input at 20; ScatterElements
+(Scatter before 11) and ScatterND took their reductions at 16 and 18. ``has_op`` and
+``has_attribute`` answer from ``onnx.defs`` when an op or an attribute came, for lowerings with a
+fallback before it.
 """
 
 from __future__ import annotations
