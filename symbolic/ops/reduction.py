@@ -209,9 +209,10 @@ def elementwise_extreme(g, op_type: str, self, other) -> Value:
             zero = g.constant(0, dtype)
             a, b = g.op("Add", a, g.op("Mul", b, zero)), g.op("Add", b, g.op("Mul", a, zero))
         return g.op(op_type, a, b)
-    if dtype in onnx_input_types(op_type, g.opset):  # Max/Min take integers from opset 12
+    # (dtype may be unknown in scripted code: ask whether the op takes integers at all)
+    if torch.int64 in onnx_input_types(op_type, g.opset):  # Max/Min take integers from opset 12
         return g.op(op_type, a, b)
-    if dtype in onnx_input_types("Greater", g.opset):  # Greater/Less from 9
+    if torch.int64 in onnx_input_types("Greater", g.opset):  # Greater/Less from 9
         pick = g.op("Greater" if op_type == "Max" else "Less", a, b)
         return g.op("Where", pick, a, b)
     # Opsets 7-8 compare floats only: (a + b +- |a - b|) / 2 is exact in integers (Add/Abs/Div take int32/64).
