@@ -26,6 +26,13 @@ from torchscript_onnx.ir import Value
 from torchscript_onnx.options import TrainingMode
 
 from . import symbolic_helper as sh
+from .registry import declare_opset_requirements
+
+# The conditions legacy's helpers raise (in legacy's words) -> the lowest opset that meets each.
+OPSET = declare_opset_requirements({}, unlisted={
+    "QuantizeLinear": 10,
+    "QuantizeLinear: Attribute axis is not supported": 13,
+})
 
 __all__ = [
     "_apply_params", "_as_list_type", "_block_list_in_opset", "_generate_wrapped_number", "_get_dim_for_cross",
@@ -219,16 +226,19 @@ def _onnx_unsupported(op_name: str, value=None):
 
 
 def _onnx_opset_unsupported(op_name: str, current_opset: int, supported_opset: int, value=None):
-    needs_opset(supported_opset, op_name, value,
-                message=f"Unsupported: ONNX export of {op_name} in opset {current_opset}. Please try opset version "
-                        f"{supported_opset} (pass opset_version={supported_opset})")
+    needs_opset(supported_opset, op_name, value, message=_unsupported(op_name, current_opset, supported_opset))
 
 
 def _onnx_opset_unsupported_detailed(op_name: str, current_opset: int, supported_opset: int, reason: str,
                                      value=None):
     needs_opset(supported_opset, f"{op_name}: {reason}", value,
-                message=f"Unsupported: ONNX export of {op_name} in opset {current_opset}. {reason}. Please try opset "
-                        f"version {supported_opset} (pass opset_version={supported_opset})")
+                message=_unsupported(op_name, current_opset, supported_opset, reason))
+
+
+def _unsupported(op_name: str, current_opset: int, supported_opset: int, reason: str | None = None) -> str:
+    """Legacy's wording of an opset requirement."""
+    return (f"Unsupported: ONNX export of {op_name} in opset {current_opset}. {f'{reason}. ' if reason else ''}"
+            f"Please try opset version {supported_opset} (pass opset_version={supported_opset})")
 
 
 def _block_list_in_opset(name: str):
@@ -397,10 +407,11 @@ def quantize_helper(g, tensor, scale, zero_point, axis=None):
     """``tensor`` quantized with ``scale`` and ``zero_point`` (per channel along ``axis``): the float
     DequantizeLinear(QuantizeLinear(tensor)) gives, this exporter's quantized tensor."""
     axis_i = None if axis is None or sh.is_none(axis) else sh._get_const(axis, "i", "axis")
-    if axis_i is not None and g.opset < 13:
-        _onnx_opset_unsupported_detailed("QuantizeLinear", g.opset, 13, "Attribute axis is not supported", tensor)
-    if g.opset < 10:
-        _onnx_opset_unsupported("QuantizeLinear", g.opset, 10, tensor)
+    if axis_i is not None:
+        per_axis = "QuantizeLinear: Attribute axis is not supported"
+        OPSET.require(g, per_axis, tensor,
+                      _unsupported("QuantizeLinear", g.opset, OPSET.opset(per_axis), "Attribute axis is not supported"))
+    OPSET.require(g, "QuantizeLinear", tensor, _unsupported("QuantizeLinear", g.opset, OPSET.opset("QuantizeLinear")))
     if scale is None or zero_point is None:
         raise SymbolicValueError("quantize_helper needs a scale and a zero point", tensor)
     scale, zero_point = as_value(g, scale), as_value(g, zero_point)

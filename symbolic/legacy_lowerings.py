@@ -39,6 +39,9 @@ __all__ = [
 
 INT64_MAX = onnx_ops.INT64_MAX
 
+# The conditions legacy's helpers raise -> the lowest opset that meets each.
+OPSET = registry.declare_opset_requirements({}, unlisted={"Slice with bounds known only at runtime": 10})
+
 
 def _builtin(g, op: str):
     """Our built-in conversion of ``op`` at ``g.opset`` (where legacy calls its own)."""
@@ -95,8 +98,7 @@ def _slice_helper(g, input, axes, starts, ends, steps=None):
         if len(starts) != len(ends):
             raise SymbolicValueError(f"Slice: {len(starts)} starts but {len(ends)} ends", input)
         return onnx_ops.slice(g, input, axes, starts, ends, steps)
-    if g.opset < 10:
-        needs_opset(10, "Slice with bounds known only at runtime", input)
+    OPSET.require(g, "Slice with bounds known only at runtime", input)
     inputs = [_slice_input(g, starts, 0), _slice_input(g, ends, INT64_MAX), _slice_input(g, axes, 0)]
     if steps is not None:
         inputs.append(_slice_input(g, steps, 1))
@@ -109,9 +111,7 @@ def _unsqueeze_helper(g, input, axes_i):
         return input
     if sh._is_constant(axes_i[0]):
         return onnx_ops.unsqueeze(g, input, [_int(a) for a in axes_i])
-    if g.opset < 13:
-        needs_opset(13, "Unsqueeze with axes known only at runtime", input)
-    return g.op("Unsqueeze", input, axes_i[0])
+    return onnx_ops.unsqueeze(g, input, axes_i[0])
 
 
 def _squeeze_helper(g, input, axes_i):
@@ -120,12 +120,10 @@ def _squeeze_helper(g, input, axes_i):
         raise SymbolicValueError("_squeeze_helper: no axes given", input)
     if sh._is_constant(axes_i[0]):
         return onnx_ops.squeeze(g, input, [_int(a) for a in axes_i])
-    if g.opset < 13:
-        needs_opset(13, "Squeeze with axes known only at runtime", input)
     axes = axes_i[0]
     if axes.rank is None or axes.rank > 1:
         raise SymbolicValueError("Squeeze takes its axes as a 0-d or 1-D value", axes)
-    return g.op("Squeeze", input, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
+    return onnx_ops.squeeze(g, input, axes)
 
 
 def _reducesum_helper(g, input, axes_i=None, keepdims_i=1, noop_with_empty_axes_i=0):
@@ -133,7 +131,7 @@ def _reducesum_helper(g, input, axes_i=None, keepdims_i=1, noop_with_empty_axes_
     with ``noop_with_empty_axes_i=1`` (opset 13)."""
     keepdims = sh._maybe_get_const(keepdims_i, "i")
     axes = _known_ints(axes_i)
-    if not axes and noop_with_empty_axes_i and g.opset >= 13:
+    if not axes and noop_with_empty_axes_i and onnx_ops.has_attribute(g, "ReduceSum", "noop_with_empty_axes"):
         return g.op("ReduceSum", input, keepdims_i=keepdims, noop_with_empty_axes_i=noop_with_empty_axes_i)
     return onnx_ops.reduce(g, "ReduceSum", input, axes or None, bool(keepdims))
 
@@ -143,7 +141,7 @@ def _reshape_helper(g, input, shape, allowzero=0):
     shape = sh._maybe_get_const(shape, "is")
     if not sh.is_value(shape):
         shape = g.constant(list(shape), torch.int64)
-    if g.opset < 14:
+    if not onnx_ops.has_attribute(g, "Reshape", "allowzero"):
         if allowzero == 1:
             _onnx_opset_unsupported("Reshape with allowzero=1", g.opset, 14, input)
         return g.op("Reshape", input, shape)
@@ -388,7 +386,7 @@ def _linalg_vector_norm_helper(g, self, ord, dim, keepdim, dtype):  # noqa: A002
 def _interpolate_warning(interpolate_mode):
     ctx = converting_context()
     opset = ctx.opset if ctx is not None else None
-    op = "Upsample" if opset is not None and opset < 10 else "Resize"
+    op = "Upsample" if ctx is not None and not onnx_ops.has_op(ctx, "Resize") else "Resize"
     message = (f"{interpolate_mode} interpolation exported as ONNX {op} at opset {opset}: before opset 11, "
                "Upsample/Resize cannot say how torch maps output to input coordinates, so results may differ "
                "from PyTorch's. Export with opset_version=11 or higher to match it.")

@@ -2,7 +2,7 @@
 
 Built-in conversions register with ``@symbolic("aten::celu", since=12)`` (``since`` defaults to 9)
 in ``symbolic/ops/<topic>.py``, every version of an op side by side. Lookup follows the legacy
-fall-through: for a target opset >= 9, the highest registered version <= target; for targets 7 and
+fall-through: for a target from opset 9 on, the highest registered version <= target; for targets 7 and
 8, the lowest registered version in target..9 (opset 7/8 modules only override what opset 9
 defines). User registrations (``register_custom_op_symbolic``) win over built-ins at and above
 their opset and can be removed again, which restores the built-in.
@@ -10,12 +10,16 @@ their opset and can be removed again, which restores the built-in.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
+
+from torchscript_onnx.errors import needs_opset
+from torchscript_onnx.options import MAX_OPSET
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
 # The built-in conversions, imported lazily by ``_load_builtins`` so importing the registry stays cheap.
@@ -84,14 +88,51 @@ def symbolic(name: str, since: int = 9):
 
 # op -> {condition: the lowest opset that converts the op under it}, declared by the topic modules
 # next to their conversions (``declare_opset_requirements``); each condition is the ``reason`` the
-# conversion gives ``symbolic_helper.needs_opset`` when the target opset is lower.
+# conversion states with ``OPSET.require(g, reason)`` when it meets it.
 _OPSET_REQUIREMENTS: dict[str, dict[str, int]] = {}
+# condition -> its opset, over every module: one condition, one opset
+_CONDITION_OPSETS: dict[str, int] = {}
+# the methods of ``OpsetRequirements`` whose argument after ``g`` is a declared condition
+_STATING = ("require", "met")
 
 
-def declare_opset_requirements(table: Mapping[str | tuple[str, ...], Mapping[str, int]]) -> None:
+class OpsetRequirements:
+    """A topic module's opset requirements, written once: condition -> the lowest opset that meets
+    it. Its conversions state the condition (``OPSET.require(g, "k known only at runtime")``) and
+    the opset comes from here, so the number is never repeated next to the code."""
+
+    def __init__(self, opsets: Mapping[str, int]):
+        self._opsets = dict(opsets)
+
+    def opset(self, condition: str) -> int:
+        """The lowest opset that meets ``condition``."""
+        return self._opsets[condition]
+
+    def met(self, g, condition: str) -> bool:
+        """Whether the target opset meets ``condition`` (a lowering that has another way below it)."""
+        return g.opset >= self._opsets[condition]
+
+    def require(self, g, condition: str, value=None, message: str | None = None) -> None:
+        """Raise the typed requirement (``errors.needs_opset``) when the target opset is below the
+        one ``condition`` needs."""
+        opset = self._opsets[condition]
+        if g.opset < opset:
+            needs_opset(opset, condition, value, message)
+
+
+def declare_opset_requirements(table: Mapping[str | tuple[str, ...], Mapping[str, int]],
+                               unlisted: Mapping[str, int] | None = None) -> OpsetRequirements:
     """Declare when ops need a higher opset than they are registered at:
     ``{"aten::topk": {"k known only at runtime": 10, "non-float input": 11}}`` (a tuple of names
-    shares one entry)."""
+    shares one entry); these are the conditions ``audit()`` and ``docs/supported_ops.md`` name.
+    ``unlisted``: conditions the module states that belong to no op's row: those of opsets 8 and 9,
+    which a registration at 9 is documented to meet for targets 7 and 8 only where ONNX allows, and
+    those its helpers state for ops declared elsewhere.
+
+    Returns the module's ``OpsetRequirements``. The calling module's source is read once, here: a
+    ``require``/``met`` call on the returned table whose condition is not a literal declared in it
+    fails the import."""
+    opsets: dict[str, int] = {}
     for names, conditions in table.items():
         for name in (names,) if isinstance(names, str) else names:
             check_name(name)
@@ -100,6 +141,85 @@ def declare_opset_requirements(table: Mapping[str | tuple[str, ...], Mapping[str
                 if declared.get(condition, opset) != opset:
                     raise ValueError(f"{name}: {condition!r} is declared at opsets {declared[condition]} and {opset}")
                 declared[condition] = opset
+                opsets[condition] = opset
+    opsets.update(unlisted or {})
+    for condition, opset in opsets.items():
+        if _CONDITION_OPSETS.setdefault(condition, opset) != opset:
+            raise ValueError(f"{condition!r} is declared at opsets {_CONDITION_OPSETS[condition]} and {opset}")
+    _check_stated_conditions(sys._getframe(1).f_globals.get("__file__"), opsets)
+    return OpsetRequirements(opsets)
+
+
+def _check_stated_conditions(path: str | None, opsets: Mapping[str, int]) -> None:
+    """Every ``<table>.require(g, condition)`` / ``.met(g, condition)`` in the module at ``path``
+    names a declared condition by a literal, a choice between literals, or a name assigned one in a
+    line above. Found by text and parsed call by call: the whole module's syntax tree would cost
+    more than the import."""
+    if path is None or not path.endswith(".py"):
+        return
+    with open(path, encoding="utf-8") as source:
+        text = source.read()
+    tables = re.findall(r"^(\w+) = (?:\w+\.)?declare_opset_requirements\(", text, re.M)
+    for table in tables:
+        for call in re.finditer(rf"\b{table}\.(?:{'|'.join(_STATING)})\(", text):
+            line = text.count("\n", 0, call.start()) + 1
+            node = ast.parse(_call_text(text, call.start()), mode="eval").body
+            stated = node.args[1] if len(node.args) > 1 else None
+            if isinstance(stated, ast.Name):
+                stated = _assigned_above(text, call.start(), stated.id)
+            choices = _literal_choices(stated) if stated is not None else None
+            if choices is None:
+                raise ValueError(f"{path}:{line}: state the opset condition as a literal declared in the module's "
+                                 f"requirement table")
+            undeclared = [c for c in choices if c not in opsets]
+            if undeclared:
+                raise ValueError(f"{path}:{line}: {undeclared[0]!r} is not declared in the module's requirement "
+                                 f"table (declare_opset_requirements)")
+
+
+def _call_text(text: str, start: int) -> str:
+    """The call expression starting at ``start``, through its closing parenthesis."""
+    depth, quote, k = 0, None, start
+    while k < len(text):
+        c = text[k]
+        if quote:
+            if c == "\\":
+                k += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:k + 1]
+        k += 1
+    return text[start:]
+
+
+def _assigned_above(text: str, before: int, name: str) -> ast.expr | None:
+    """The value of the last ``name = ...`` statement above ``before`` (continued by backslashes)."""
+    found = None
+    for match in re.finditer(rf"^[ ]*{name} = ((?:.*\\\n)*.*)$", text[:before], re.M):
+        found = match.group(1)
+    if found is None:
+        return None
+    try:
+        return ast.parse(found, mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _literal_choices(node: ast.expr) -> list[str] | None:
+    """The strings a literal or a conditional choice between literals can be, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        body, orelse = _literal_choices(node.body), _literal_choices(node.orelse)
+        return None if body is None or orelse is None else body + orelse
+    return None
 
 
 def opset_requirements(name: str) -> list[tuple[int, str]]:
@@ -167,7 +287,7 @@ def is_registered(name: str, opset: int) -> bool:
     return lookup(name, opset) is not None
 
 
-def lowest_supporting_opset(name: str, max_opset: int = 26) -> int | None:
+def lowest_supporting_opset(name: str, max_opset: int = MAX_OPSET) -> int | None:
     """The lowest opset from 7 to ``max_opset`` at which ``name`` converts, or None."""
     for opset in range(7, max_opset + 1):
         if is_registered(name, opset):

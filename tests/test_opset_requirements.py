@@ -219,18 +219,34 @@ def test_conversion_issue_reads_a_plain_message(message, opset, needs):
 
 
 def _literal_requirements() -> list[tuple[str, int, int, str]]:
-    """(file, line, opset, reason) of every sh.needs_opset call in symbolic/ and in the builder's
-    schema helpers (onnx_ops, or a topic file's helper around it) whose opset and reason are
-    literals (the others take them from their callers or compute them)."""
+    """(file, line, opset, reason) of every requirement stated in symbolic/ and in the builder's
+    schema helpers (onnx_ops): ``OPSET.require(g, reason)`` with a literal reason (or a choice
+    between literals), its opset from the module's table, and ``needs_opset(N, reason)`` with both
+    literal (the builder's and the legacy helpers' way)."""
+    import importlib
+
     found = []
     for path in sorted(SYMBOLIC.rglob("*.py")) + [pathlib.Path(onnx_ops.__file__)]:
+        module = None
+        if path.parent.name == "ops":
+            module = importlib.import_module(f"torchscript_onnx.symbolic.ops.{path.stem}")
+        elif path.parent == SYMBOLIC and "OPSET = " in path.read_text():
+            module = importlib.import_module(f"torchscript_onnx.symbolic.{path.stem}")
         for node in ast.walk(ast.parse(path.read_text())):
             helper = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
-            if helper in ("sh.needs_opset", "needs_opset", "require_opset", "_need"):  # the last two: (g, opset, reason)
-                args = node.args if helper in ("sh.needs_opset", "needs_opset") else node.args[1:]
-                if len(args) >= 2 and all(isinstance(a, ast.Constant) for a in args[:2]):
-                    found.append((path.name, node.lineno, args[0].value, args[1].value))
+            if helper in ("sh.needs_opset", "needs_opset"):
+                if len(node.args) >= 2 and all(isinstance(a, ast.Constant) for a in node.args[:2]):
+                    found.append((path.name, node.lineno, node.args[0].value, node.args[1].value))
+            elif helper == "OPSET.require" and module is not None:
+                for reason in _choices(node.args[1]):
+                    found.append((path.name, node.lineno, module.OPSET.opset(reason), reason))
     return found
+
+
+def _choices(node) -> list[str]:
+    if isinstance(node, ast.IfExp):
+        return _choices(node.body) + _choices(node.orelse)
+    return [node.value] if isinstance(node, ast.Constant) else []
 
 
 def test_raise_sites_use_the_typed_requirement():
@@ -264,13 +280,16 @@ def test_every_declared_condition_is_raised_somewhere_and_every_op_is_registered
 OF_GRAPH_INPUTS = {"a quantized graph input (ONNX QuantizeLinear/DequantizeLinear)"}
 # the legacy exporter's helpers, which only custom symbolics call: no built-in op to declare theirs for
 LEGACY_HELPER_FILES = {"legacy_helpers.py", "legacy_lowerings.py"}
+# raised by the builder's constructors for axes known only at runtime, which only the legacy helpers
+# pass (a built-in conversion states its own condition first: "a dim known only at runtime ...")
+FOR_LEGACY_HELPERS = {"Unsqueeze with axes known only at runtime", "Squeeze with axes known only at runtime"}
 
 
 def test_requirements_above_opset_9_are_declared_for_some_op():
     declared = {requirement for requirements in registry.all_opset_requirements().values()
                 for requirement in requirements}
     missing = [(f, line, o, r) for f, line, o, r in _literal_requirements() if o > 9 and (o, r) not in declared
-               and r not in OF_GRAPH_INPUTS and f not in LEGACY_HELPER_FILES]
+               and r not in OF_GRAPH_INPUTS | FOR_LEGACY_HELPERS and f not in LEGACY_HELPER_FILES]
     assert not missing, missing
 
 
@@ -293,3 +312,36 @@ def test_a_list_graph_input_states_its_requirement():
     with pytest.raises(OpsetRequirementError) as info:
         export(torch.jit.script(PadByList()), (torch.randn(1, 2, 3), [1, 1]), io.BytesIO(), opset_version=10)
     assert info.value.required_opset == 11 and "the list input" in str(info.value) and "pass opset_version=11" in str(info.value)
+
+
+@pytest.mark.parametrize("stated,error", [
+    ('"declared"', None),
+    ('"declared" if x else "also declared"', None),
+    ('"not declared"', "'not declared' is not declared"),
+    ('"declared" if x else "not declared"', "'not declared' is not declared"),
+    ("f'{x}'", "state the opset condition as a literal"),
+])
+def test_a_stated_condition_is_checked_against_the_table_at_import(tmp_path, stated, error):
+    """A conversion states its condition; the opset comes from the module's table, and a condition
+    the table lacks fails the import, not the export that first meets it."""
+    import importlib.util
+
+    source = tmp_path / "topic.py"
+    source.write_text(
+        "from torchscript_onnx.symbolic.registry import declare_opset_requirements\n"
+        "OPSET = declare_opset_requirements({}, unlisted={'declared': 9, 'also declared': 9})\n"
+        f"def conversion(g, x):\n    OPSET.require(g, {stated})\n")
+    spec = importlib.util.spec_from_file_location("topic", source)
+    if error is None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    else:
+        with pytest.raises(ValueError, match=error):
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def test_a_stated_condition_raises_below_its_opset_only():
+    table = registry.OpsetRequirements({"ONNX Expand": 8})
+    table.require(dataclasses.make_dataclass("G", ["opset"])(8), "ONNX Expand")
+    with pytest.raises(OpsetRequirementError) as info:
+        table.require(dataclasses.make_dataclass("G", ["opset"])(7), "ONNX Expand")
+    assert info.value.required_opset == 8 and "ONNX Expand needs opset 8" in str(info.value)

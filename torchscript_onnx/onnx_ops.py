@@ -4,13 +4,20 @@ Part of the graph builder (with ``ir``, ``context``, ``shapes`` and ``folding``)
 ``onnx_ops.unsqueeze(g, x, [0])`` and never branch on the opset for these moves:
 axes became an input of Squeeze/Unsqueeze/ReduceSum at 13 and of the other reductions at 18;
 Slice took its bounds as inputs at 10; Split took sizes as an input at 13 and ``num_outputs`` at
-18; Clip took min/max as inputs at 11; Pad took pads as an input at 11.
+18; Clip took min/max as inputs at 11; Pad took pads as an input at 11; TopK took k as an input at
+10 and ``largest``/``sorted`` at 11; Upsample took its scales as an input at 9 and became Resize
+at 10, whose roi input is optional from 13; DFT took its axis as an input at 20; ScatterElements
+(Scatter before 11) and ScatterND took their reductions at 16 and 18. ``has_op`` and
+``has_attribute`` answer from ``onnx.defs`` when an op or an attribute came, for lowerings with a
+fallback before it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
+import onnx
 import torch
 
 from .dtypes import to_onnx
@@ -20,19 +27,54 @@ from .ir import Value
 INT64_MAX = 9223372036854775807
 
 
+@functools.lru_cache(maxsize=None)
+def _op_since(op_type: str) -> int | None:
+    """The opset that brought ONNX ``op_type`` (default domain), or None if ONNX has no such op."""
+    versions = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                if s.name == op_type and s.domain == ""]
+    return min(versions) if versions else None
+
+
+def has_op(g, op_type: str) -> bool:
+    """Whether ONNX has ``op_type`` at the target opset (Sign and IsNaN came at 9, Round at 11, ...):
+    a lowering with a fallback for older opsets asks this, not the opset number."""
+    since = _op_since(op_type)
+    return since is not None and g.opset >= since
+
+
+@functools.lru_cache(maxsize=None)
+def _attributes(op_type: str, opset: int) -> frozenset[str]:
+    return frozenset(onnx.defs.get_schema(op_type, opset).attributes)
+
+
+def has_attribute(g, op_type: str, attribute: str) -> bool:
+    """Whether ONNX ``op_type`` takes ``attribute`` at the target opset (Resize's
+    ``coordinate_transformation_mode`` from 11, ...)."""
+    return has_op(g, op_type) and attribute in _attributes(op_type, g.opset)
+
+
 def _ints(g, values: Sequence[int]) -> Value:
     return g.constant(list(values), torch.int64)
 
 
-def unsqueeze(g, x: Value, axes: Sequence[int]) -> Value:
+def unsqueeze(g, x: Value, axes: Sequence[int] | Value) -> Value:
+    """Unsqueeze at ``axes``: ints, or a 1-D int64 value of axes known only at runtime (opset 13)."""
+    if isinstance(axes, Value) and g.opset < 13:
+        needs_opset(13, "Unsqueeze with axes known only at runtime", x)
     if g.opset >= 13:
-        return g.op("Unsqueeze", x, _ints(g, axes))
+        return g.op("Unsqueeze", x, axes if isinstance(axes, Value) else _ints(g, axes))
     return g.op("Unsqueeze", x, axes_i=list(axes))
 
 
-def squeeze(g, x: Value, axes: Sequence[int] | None = None) -> Value:
+def squeeze(g, x: Value, axes: Sequence[int] | Value | None = None) -> Value:
+    """Squeeze at ``axes`` (None: every dim of size 1): ints, or a 0-d or 1-D int64 value of axes
+    known only at runtime (opset 13)."""
     if axes is None:
         return g.op("Squeeze", x)
+    if isinstance(axes, Value) and g.opset < 13:
+        needs_opset(13, "Squeeze with axes known only at runtime", x)
+    if isinstance(axes, Value):
+        return g.op("Squeeze", x, unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
     if g.opset >= 13:
         return g.op("Squeeze", x, _ints(g, axes))
     return g.op("Squeeze", x, axes_i=list(axes))
@@ -87,6 +129,45 @@ def split(g, x: Value, sizes: Sequence[int], axis: int) -> tuple[Value, ...]:
     return g.op("Split", x, split_i=list(sizes), axis_i=axis, outputs=len(sizes))
 
 
+def topk(g, x: Value, k: int | Value, axis: int, largest: bool = True, sorted_: bool = True) -> tuple[Value, Value]:
+    """(values, indices) of TopK, k an int or a runtime 0-d/1-element value: k is an attribute
+    before opset 10 and an input from 10; ``largest`` and ``sorted`` are attributes from 11, before
+    which TopK finds the largest only (the smallest: the largest of -x, negated back), sorted.
+    The element types TopK takes before 11 (floats only) are the caller's to meet."""
+    if g.opset < 10:
+        if not isinstance(k, int):
+            needs_opset(10, "k known only at runtime", k)
+        k_inputs, k_attrs = [], {"k_i": k}
+    else:
+        count = _ints(g, [k]) if isinstance(k, int) else g.op("Reshape", cast(g, k, torch.int64), _ints(g, [1]))
+        k_inputs, k_attrs = [count], {}
+    if g.opset >= 11:
+        return g.op("TopK", x, *k_inputs, axis_i=axis, largest_i=int(largest), sorted_i=int(sorted_), outputs=2)
+    source = x if largest else g.op("Neg", x)
+    values, indices = g.op("TopK", source, *k_inputs, **k_attrs, axis_i=axis, outputs=2)
+    return (values if largest else g.op("Neg", values)), indices
+
+
+def upsample(g, x: Value, scales: Sequence[float] | Value, mode: str) -> Value:
+    """Scale each dim of ``x`` by ``scales`` (floats, or a 1-D float value) the way ONNX did before
+    Resize-11's coordinate modes: Upsample with a scales attribute before opset 9 and a scales
+    input at 9, then Resize-10 (asymmetric nearest and linear)."""
+    if g.opset < 9:
+        if isinstance(scales, Value):
+            needs_opset(9, "scale factors known only at runtime (Upsample with a scales input)", scales)
+        return g.op("Upsample", x, mode_s=mode, scales_f=list(scales))
+    if not isinstance(scales, Value):
+        g.legacy_only(2, folds=1)  # legacy's Concat of two Constants, folded by its constant folding
+        scales = g.constant(list(scales), torch.float32)
+    return g.op("Upsample" if g.opset < 10 else "Resize", x, scales, mode_s=mode)
+
+
+def resize_no_roi(g) -> Value | None:
+    """Resize's roi when it has none: an empty tensor while the input is required (opset 11, 12),
+    no input from 13 on (Resize-10 has no roi)."""
+    return g.constant(torch.zeros(0, dtype=torch.float32)) if g.opset < 13 else None
+
+
 def clip(g, x: Value, low: float | None, high: float | None) -> Value:
     if g.opset < 11:
         return g.op("Clip", x, min_f=low, max_f=high)
@@ -100,6 +181,18 @@ def pad(g, x: Value, pads: Sequence[int], mode: str = "constant", value: float |
         return g.op("Pad", x, pads_i=list(pads), mode_s=mode, value_f=value if mode == "constant" else None)
     fill = None if value is None or mode != "constant" else g.constant(value, x.dtype)
     return g.op("Pad", x, _ints(g, pads), fill, mode_s=mode)
+
+
+def gathers_negative_indices(g) -> bool:
+    """Whether Gather reads a negative index from the end, as torch does (Gather-11)."""
+    return g.opset >= 11
+
+
+def dft(g, x: Value, length: Value, axis: int, inverse: bool = False, onesided: bool = False) -> Value:
+    """DFT over ``axis`` (an attribute at 17, an input from 20)."""
+    if g.opset >= 20:
+        return g.op("DFT", x, length, g.constant(axis, torch.int64), inverse_i=int(inverse), onesided_i=int(onesided))
+    return g.op("DFT", x, length, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
 
 
 def cast(g, x: Value, dtype: torch.dtype) -> Value:
@@ -131,6 +224,11 @@ def size(g, x: Value, axis: int) -> Value:
 # ScatterElements was Scatter before opset 11; its reduction attribute came at 16 (add, mul) and
 # 18 (max, min). ScatterND (opset 11) follows the same reduction schedule.
 SCATTER_REDUCTION_SINCE = {"add": 16, "mul": 16, "max": 18, "min": 18}
+
+
+def has_scatter_reduction(g, reduction: str) -> bool:
+    """Whether ScatterElements and ScatterND take ``reduction`` ("add", "mul", "max", "min") at the target opset."""
+    return g.opset >= SCATTER_REDUCTION_SINCE[reduction]
 
 
 def scatter_elements(g, x: Value, axis: int, indices: Value, updates: Value, reduction: str | None = None) -> Value:

@@ -40,11 +40,12 @@ from .ir import Graph, Value
 from .lazy import LazyTensor
 
 PRODUCER_NAME = "torchscript-onnx"
-# The lowest IR version that knows each opset (onnx.helper.VERSION_TABLE); onnxruntime accepts it.
-IR_VERSION_FOR_OPSET = {
-    7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8, 17: 8, 18: 8,
-    19: 9, 20: 9, 21: 10, 22: 10, 23: 11, 24: 12, 25: 13, 26: 13,
-}
+
+
+def ir_version_for_opset(opset: int) -> int:
+    """The lowest IR version that knows ``opset`` (onnx.helper.VERSION_TABLE); onnxruntime accepts it."""
+    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
+
 
 _LEN = 2  # protobuf wire type of length-delimited fields
 _MODEL_GRAPH = 7  # ModelProto.graph
@@ -168,7 +169,7 @@ def model_proto_without_weights(graph: Graph, opset: int, custom_domains: dict[s
     """The model without its weights. ``metadata``: the model's ``metadata_props``;
     ``value_info`` and ``node_metadata``: see ``graph_proto``."""
     model = onnx.ModelProto(
-        ir_version=IR_VERSION_FOR_OPSET[opset],
+        ir_version=ir_version_for_opset(opset),
         producer_name=PRODUCER_NAME,
         producer_version=producer_version,
         doc_string=doc_string,

@@ -13,10 +13,22 @@ from torchscript_onnx import dtypes, onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .math import compare, unary
-from .operand_types import as_operand, float_dtype, native_dtype, require_opset, runtime_supports
+from .operand_types import as_operand, float_dtype, native_dtype, runtime_supports
 from .rounding import clamp
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "aten::elu with input_scale != 1 (it uses ONNX Where)": 9,
+    "aten::gelu with approximate='none' (it uses ONNX Erf)": 9,
+    "aten::hardshrink (ONNX Shrink)": 9,
+    "aten::rrelu in training mode (it uses ONNX Where)": 9,
+    "aten::softplus with threshold < 20 (it uses ONNX Where)": 9,
+    "aten::softshrink (ONNX Shrink)": 9,
+    "aten::threshold (it uses ONNX Where)": 9,
+})
 
 
 def float_input(g, self) -> Value:
@@ -96,7 +108,7 @@ def rrelu(g, self, lower=0.125, upper=0.3333333333333333, training=False, genera
     if not training:
         return leaky_relu(g, self, (lower + upper) / 2)
     # training: a slope drawn uniformly per element for the negative part
-    require_opset(g, 9, "aten::rrelu in training mode (it uses ONNX Where)")
+    OPSET.require(g, "aten::rrelu in training mode (it uses ONNX Where)")
     x = float_input(g, self)
     slope = g.op("RandomUniformLike", x, low_f=lower, high_f=upper)
     negative = g.op("Less", x, g.constant(0.0, x.dtype))
@@ -129,7 +141,7 @@ def softplus(g, self, beta=1.0, threshold=20.0):
         out = g.op("Div", out, g.constant(beta, x.dtype))
     # torch returns x where beta * x > threshold; above 20 softplus(x) equals x in float32 anyway
     if threshold < 20.0:
-        require_opset(g, 9, "aten::softplus with threshold < 20 (it uses ONNX Where)")
+        OPSET.require(g, "aten::softplus with threshold < 20 (it uses ONNX Where)")
         out = g.op("Where", g.op("Greater", scaled, g.constant(threshold, x.dtype)), x, out)
     return as_result(g, out, self)
 
@@ -156,7 +168,7 @@ def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
         out = g.op("Elu", x, alpha_f=alpha) if runtime_supports(g, "Elu", x.dtype) else _elu(g, x, alpha)
     else:
         # input_scale applies to the negative part only: x > 0 ? x : alpha * (exp(x * input_scale) - 1)
-        require_opset(g, 9, "aten::elu with input_scale != 1 (it uses ONNX Where)")
+        OPSET.require(g, "aten::elu with input_scale != 1 (it uses ONNX Where)")
         negative = g.op("Mul", g.op("Sub", g.op("Exp", g.op("Mul", x, g.constant(input_scale, x.dtype))),
                                     g.constant(1.0, x.dtype)), g.constant(alpha, x.dtype))
         out = g.op("Where", g.op("Greater", x, g.constant(0.0, x.dtype)), x, negative)
@@ -205,7 +217,7 @@ def gelu(g, self, approximate="none"):
         inner = g.op("Mul", inner, g.constant(math.sqrt(2.0 / math.pi), x.dtype))
         gate = g.op("Add", g.op("Tanh", inner), g.constant(1.0, x.dtype))
     else:
-        require_opset(g, 9, "aten::gelu with approximate='none' (it uses ONNX Erf)")
+        OPSET.require(g, "aten::gelu with approximate='none' (it uses ONNX Erf)")
         erf = g.op("Erf", g.op("Div", x, g.constant(math.sqrt(2.0), x.dtype)))
         gate = g.op("Add", erf, g.constant(1.0, x.dtype))
     return as_result(g, g.op("Mul", g.op("Mul", x, half), gate), self)
@@ -247,7 +259,7 @@ def prelu(g, self, weight):
 @symbolic("aten::threshold")
 def threshold(g, self, threshold, value):
     """threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor"""
-    require_opset(g, 9, "aten::threshold (it uses ONNX Where)")
+    OPSET.require(g, "aten::threshold (it uses ONNX Where)")
     dtype = g.output_dtype() or self.dtype
     x = as_operand(g, self, dtype)
     # compare in the promoted type: an integer tensor against a float threshold compares as floats
@@ -258,7 +270,7 @@ def threshold(g, self, threshold, value):
 @sh.parse_args("v", "f")
 def hardshrink(g, self, lambd=0.5):
     """hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
-    require_opset(g, 9, "aten::hardshrink (ONNX Shrink)")
+    OPSET.require(g, "aten::hardshrink (ONNX Shrink)")
     return unary(g, "Shrink", self, float_dtype(g, self), bias_f=0.0, lambd_f=lambd)
 
 
@@ -266,7 +278,7 @@ def hardshrink(g, self, lambd=0.5):
 @sh.parse_args("v", "f")
 def softshrink(g, self, lambd=0.5):
     """softshrink(Tensor self, Scalar lambd=0.5) -> Tensor"""
-    require_opset(g, 9, "aten::softshrink (ONNX Shrink)")
+    OPSET.require(g, "aten::softshrink (ONNX Shrink)")
     return unary(g, "Shrink", self, float_dtype(g, self), bias_f=lambd, lambd_f=lambd)
 
 

@@ -22,9 +22,15 @@ import torch
 from torchscript_onnx import onnx_ops
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .operand_types import float_dtype
 from .trigonometry import atan2
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "ONNX Where and IsNaN": 9,
+})
 
 
 __all__: list[str] = []  # not part of the legacy symbolic_opset9 surface
@@ -266,8 +272,7 @@ def imag(g, self):
 @symbolic("aten::angle")
 def angle(g, self):
     """angle(Tensor self) -> Tensor; of a real tensor: pi where negative, else 0 (NaN stays NaN)"""
-    if g.opset < 9:
-        sh.needs_opset(9, "ONNX Where and IsNaN", self)
+    OPSET.require(g, "ONNX Where and IsNaN", self)
     dtype = float_dtype(g, self)
     x = onnx_ops.cast(g, self, dtype)
     zero = g.constant(0.0, dtype)

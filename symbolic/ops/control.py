@@ -17,13 +17,13 @@ from ..registry import declare_opset_requirements, symbolic
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("prim::If", "prim::Loop"): {
         "a value that is None on some paths of a branch or loop (ONNX optionals)": 16,
         "a list of runtime length carried by a loop or branch (ONNX sequences)": 13},
     "prim::Loop": {"a list of tensors filled in a loop (ONNX sequences)": 11},
-})
+}, unlisted={"a list of runtime length (ONNX sequences)": 11})
 
 INT64_MAX = 9223372036854775807
 
@@ -54,17 +54,17 @@ def number_dtype(jit_type) -> torch.dtype | None:
     return None
 
 
-def to_sequence(g, value: Value, jit_type=None, min_opset: int = 11) -> Value:
+def to_sequence(g, value: Value, jit_type=None, carried: bool = False) -> Value:
     """A list as an ONNX sequence (its length may change at runtime, in a loop or a branch).
-    Loop and If carry sequences from opset 13 (``min_opset``); sequence ops exist from 11."""
+    Loop and If carry sequences (``carried``) from opset 13; sequence ops exist from 11."""
     if value.sequence:
         return value
-    if g.opset < min_opset:
-        hint = ("; below it a loop may only fill a list that is empty before it, appending once per "
-                "iteration without reading it" if min_opset > 11 else "")
-        reason = f"a list of runtime length{' carried by a loop or branch' if min_opset > 11 else ''} (ONNX sequences)"
-        sh.needs_opset(min_opset, reason, value,
-                       f"{reason} needs opset {min_opset} or higher (pass opset_version={min_opset}){hint}")
+    reason = "a list of runtime length carried by a loop or branch (ONNX sequences)" if carried \
+        else "a list of runtime length (ONNX sequences)"
+    opset = OPSET.opset(reason)
+    hint = ("; below it a loop may only fill a list that is empty before it, appending once per "
+            "iteration without reading it" if carried else "")
+    OPSET.require(g, reason, value, f"{reason} needs opset {opset} or higher (pass opset_version={opset}){hint}")
     items = [sh._as_value(item) for item in sh.unpack_list(value)]
     elem_type = jit_type.getElementType() if isinstance(jit_type, torch._C.ListType) else None
     dtype = number_dtype(elem_type) if elem_type is not None else None
@@ -109,7 +109,7 @@ def _typed_number(g, value: Value, dtype: torch.dtype | None) -> Value:
 def _finish(g, value: Value, jit_type) -> Value:
     """A block output as the ONNX body returns it: lists as sequences, numbers in their dtype."""
     if isinstance(jit_type, torch._C.ListType) or value.sequence:
-        return to_sequence(g, value, jit_type, 13)
+        return to_sequence(g, value, jit_type, carried=True)
     dtype = number_dtype(jit_type)
     if dtype is not None and not isinstance(jit_type, torch._C.TensorType):
         return _typed_number(g, value, dtype)
@@ -158,8 +158,7 @@ def type_optionals(values, dtype, shape) -> None:
 
 
 def _require_optionals(g) -> None:
-    if g.opset < 16:
-        sh.needs_opset(16, "a value that is None on some paths of a branch or loop (ONNX optionals)")
+    OPSET.require(g, "a value that is None on some paths of a branch or loop (ONNX optionals)")
 
 
 def _as_optional(g, graphs_outputs: list, k: int) -> tuple:
@@ -216,7 +215,7 @@ def prim_if(g, condition):
     def finish(g, value, jit_type):
         if value is UNINITIALIZED and isinstance(jit_type, torch._C.ListType):
             # a list beside a branch that raises: an empty sequence, typed from the other branch below
-            return to_sequence(g, Value("", elements=[]), jit_type, 13)
+            return to_sequence(g, Value("", elements=[]), jit_type, carried=True)
         if value is UNINITIALIZED:
             placeholder = _placeholder(g, jit_type)
             placeholders[id(placeholder)] = placeholder.producer
@@ -256,7 +255,7 @@ def _open_dims(value: Value) -> tuple | None:
 
 def _carry(g, value: Value, jit_type) -> Value:
     if isinstance(jit_type, torch._C.ListType) or value.sequence:
-        return to_sequence(g, value, jit_type, 13)
+        return to_sequence(g, value, jit_type, carried=True)
     if not value.in_graph:
         dtype = number_dtype(jit_type)
         return _typed_number(g, value, dtype if not isinstance(jit_type, torch._C.TensorType) else None)
@@ -294,7 +293,7 @@ def _scanned_lists(g, body, mutated: list) -> list:
     """Lists the loop only fills: empty before it, appended to once per iteration at the top of the
     body and not read in it. Below opset 13 ONNX Loop cannot carry a sequence, but it can stack a
     value per iteration (a scan output), which is such a list; the legacy exporter does the same."""
-    if g.opset >= 13:
+    if OPSET.met(g, "a list of runtime length carried by a loop or branch (ONNX sequences)"):
         return []
     loop = g.original_node
     scanned = []
@@ -315,9 +314,9 @@ def _from_scan(g, stacked: Value, element: Value, jit_list) -> Value:
     of runtime values."""
     stacked.dtype = element.dtype
     stacked.shape = None if element.shape is None else (None, *element.shape)
-    if g.opset < 11:
+    if not onnx_ops.has_op(g, "SplitToSequence"):
         if isinstance(jit_list.type().getElementType(), torch._C.TensorType):
-            sh.needs_opset(11, "a list of tensors filled in a loop (ONNX sequences)", stacked)
+            OPSET.require(g, "a list of tensors filled in a loop (ONNX sequences)", stacked)
         return stacked
     out = g.op("SplitToSequence", stacked, axis_i=0, keepdims_i=0)
     out.dtype, out.shape, out.sequence = element.dtype, element.shape, True

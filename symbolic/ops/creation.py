@@ -19,8 +19,18 @@ from torchscript_onnx.folding import MAX_FOLDED_ELEMENTS
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .operand_types import as_operand, dtype_arg
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "a fill value known only at runtime": 8,
+    "a size known only at runtime": 8,
+    "a size known only at runtime (ONNX EyeLike)": 9,
+    "arguments known only at runtime": 9,
+    "bounds known only at runtime": 9,
+})
 
 
 # onnxruntime samples float and double only (the ops also allow float16): others sample float32 and cast.
@@ -71,28 +81,25 @@ def filled(g, size, fill, dtype: torch.dtype) -> Value:
     if isinstance(number, torch.Tensor) and number.numel() == 1:
         number = number.item()
     if number is sh.UNKNOWN:  # the fill value is computed at runtime: broadcast it
-        if g.opset < 8:
-            sh.needs_opset(8, "a fill value known only at runtime", fill)
+        OPSET.require(g, "a fill value known only at runtime", fill)
         scalar = onnx_ops.cast(g, fill, dtype)
         if scalar.rank:
             scalar = g.op("Reshape", scalar, g.constant([], torch.int64))
         return g.op("Expand", scalar, shape_value(g, size))
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "ConstantOfShape"):
         value = torch.tensor([number], dtype=dtype)
         return g.op("ConstantOfShape", shape_value(g, size), value_t=value)
     if dims is not None:
         return g.constant(torch.full(dims, number, dtype=dtype))
-    if g.opset < 8:
-        sh.needs_opset(8, "a size known only at runtime", size)
+    OPSET.require(g, "a size known only at runtime", size)
     return g.op("Expand", g.constant(number, dtype), shape_value(g, size))
 
 
 def filled_like(g, self: Value, fill, dtype: torch.dtype) -> Value:
     dims = sh.static_sizes(self)
-    if dims is not None or g.opset >= 9:
+    if dims is not None or onnx_ops.has_op(g, "ConstantOfShape"):
         return filled(g, dims if dims is not None else onnx_ops.shape_of(g, self), fill, dtype)
-    if g.opset < 8:
-        sh.needs_opset(8, "a size known only at runtime", self)
+    OPSET.require(g, "a size known only at runtime", self)
     return filled(g, g.op("Shape", self), fill, dtype)
 
 
@@ -216,10 +223,9 @@ def arange_between(g, start, end, step, dtype: torch.dtype | None) -> Value:
     dtype = dtype or (torch.int64 if integral else torch.float32)
     if sh.UNKNOWN not in bounds:
         return g.constant(torch.arange(*bounds, dtype=dtype))
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "Range"):
         return _runtime_range(g, start, end, step, integral, dtype)
-    if g.opset < 9:
-        sh.needs_opset(9, "bounds known only at runtime", start)
+    OPSET.require(g, "bounds known only at runtime", start)
     # No Range before opset 11: NonZero over ceil((end - start) / step) ones numbers 0..n-1.
     if integral and bounds[0] == 0 and bounds[2] == 1:  # arange(n), n usually a size: n >= 0
         count = _scalar(g, end, torch.int64)
@@ -381,8 +387,7 @@ def linspace(g, start, end, steps, dtype=None, layout=None, device=None, pin_mem
     first, last = _number(start), _number(end)
     if sh.UNKNOWN not in (first, last, n):
         return g.constant(torch.linspace(first, last, int(n), dtype=out_dtype))
-    if g.opset < 9:
-        sh.needs_opset(9, "arguments known only at runtime", start)
+    OPSET.require(g, "arguments known only at runtime", start)
     # torch steps from both ends: start + i * step in the first half, end - (n - 1 - i) * step after.
     compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float64
     a, b = _scalar(g, start, compute), _scalar(g, end, compute)
@@ -420,10 +425,9 @@ def eye(g, n, *args):
     m, dtype = (args[0], args[1]) if len(args) == 5 else (n, args[0])
     out_dtype = creation_dtype(g, dtype)
     rows, cols = _number(n), _number(m)
-    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (g.opset < 9 or rows * cols <= MAX_FOLDED_ELEMENTS):
+    if rows is not sh.UNKNOWN and cols is not sh.UNKNOWN and (not onnx_ops.has_op(g, "EyeLike") or rows * cols <= MAX_FOLDED_ELEMENTS):
         return g.constant(torch.eye(rows, cols, dtype=out_dtype))  # what folding would make of EyeLike
-    if g.opset < 9:
-        sh.needs_opset(9, "a size known only at runtime", n)
+    OPSET.require(g, "a size known only at runtime (ONNX EyeLike)", n)
     size = Value("", elements=[v if isinstance(v, Value) else Value("", const=v) for v in (n, m)])
     zeros_ = filled(g, size, 0, out_dtype)
     return g.op("EyeLike", zeros_)

@@ -9,9 +9,14 @@ import torch
 from torchscript_onnx import dtypes, onnx_ops
 from torchscript_onnx.ir import Graph, Value
 
-from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .creation import typed_sample
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "ONNX Where": 9,
+})
 
 __all__ = ["_standard_gamma", "_sample_dirichlet"]
 
@@ -40,8 +45,7 @@ def _gamma(g, alpha: Value) -> Value:
     until v = (1 + c x)^3 > 0 and log u < x^2 / 2 + d - d v + d log v; the sample is d v. Below 1,
     a sample at a + 1 times u^(1/a). Each round of the Loop draws for every element and keeps the
     first accepted candidate; the Loop ends once all are accepted."""
-    if g.opset < 9:
-        sh.needs_opset(9, "ONNX Where", alpha)
+    OPSET.require(g, "ONNX Where", alpha)
     dtype = alpha.dtype or torch.float32
     one = g.constant(1.0, dtype)
     boosted = g.op("Less", alpha, one)

@@ -15,8 +15,15 @@ from torchscript_onnx import onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .rnn import int_range
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "ONNX ops from opset 9": 9,
+    "renormalising rows": 9,
+})
 
 
 __all__ = ["embedding", "embedding_renorm", "embedding_bag", "_embedding_bag"]
@@ -91,7 +98,7 @@ def renormed_rows(g, rows: Value, max_norm: float, norm_type: float) -> Value:
     limit = g.constant(max_norm, rows.dtype)
     scale = g.op("Div", limit, g.op("Add", norms, g.constant(1e-7, rows.dtype)))
     over = g.op("Greater", norms, limit)
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "Where"):
         scale = g.op("Where", over, scale, g.constant(1.0, rows.dtype))
     else:  # no Where before opset 9: 1 + over * (scale - 1)
         step = g.op("Mul", onnx_ops.cast(g, over, rows.dtype), g.op("Sub", scale, g.constant(1.0, rows.dtype)))
@@ -108,8 +115,7 @@ def embedding_renorm(g, self, indices, max_norm, norm_type):
     node = g.original_node
     if node is not None and only_lookups(node):
         return self
-    if g.opset < 9:
-        sh.needs_opset(9, "renormalising rows")
+    OPSET.require(g, "renormalising rows")
     renormed = renormed_rows(g, self, max_norm, norm_type)
     vocabulary = int_range(g, onnx_ops.size(g, self, 0))
     flat = g.op("Reshape", onnx_ops.cast(g, indices, torch.int64), g.constant([1, -1], torch.int64))
@@ -124,8 +130,7 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     """embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq,
     int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx)
     -> (Tensor, Tensor, Tensor, Tensor)"""
-    if g.opset < 9:
-        sh.needs_opset(9, "ONNX ops from opset 9")
+    OPSET.require(g, "ONNX ops from opset 9")
     mode = _MODES[sh._get_const(mode, "i", "mode")]
     include_last = not sh.is_none(include_last_offset) and sh._get_const(include_last_offset, "b",
                                                                          "include_last_offset")

@@ -23,8 +23,8 @@ import builtins
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::index_add", "aten::index_put"): {
         "an index sized at runtime (Pad with a pads input)": 11},
     "aten::scatter_add": {"a boolean input (ScatterElements reduction)": 16},
@@ -35,6 +35,17 @@ declare_opset_requirements({
     "aten::__getitem__": {"list bounds known only at runtime (Slice with inputs)": 10},
     # onnx_ops.slice, the builder helper every slicing op uses
     ("aten::slice", "aten::narrow"): {"Slice with runtime bounds or steps": 10},
+}, unlisted={
+    "gather": 9,
+    "index_put": 9,
+    "indexing with a boolean mask": 9,
+    "indexing with indices known only at runtime": 9,
+    "masked_fill": 9,
+    "masked_select": 9,
+    "nonzero": 9,
+    "scatter_add": 9,
+    "scatter_reduce": 9,
+    "copying a broadcast value (ONNX Expand)": 8,
 })
 INT64_MAX = onnx_ops.INT64_MAX
 
@@ -55,12 +66,6 @@ def _as_index(g, index: Value) -> Value:
     return onnx_ops.cast(g, index, torch.int64)
 
 
-def need_opset_9(g, what: str) -> None:
-    """Where, NonZero, Compress, Scatter and OneHot, and integer Less/Greater, came at opset 9."""
-    if g.opset < 9:
-        sh.needs_opset(9, what)
-
-
 def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
     """Indices with negatives wrapped around (Gather before opset 11 and merged indices need it)."""
     raw = sh.const(index)
@@ -68,7 +73,7 @@ def normalize_index(g, index: Value, self: Value, dim: int) -> Value:
         raw = raw.to(torch.int64)
         return g.constant(torch.where(raw < 0, raw + sh.sizes(self)[dim], raw), torch.int64)
     index = _as_index(g, index)
-    need_opset_9(g, "indexing with indices known only at runtime")
+    OPSET.require(g, "indexing with indices known only at runtime")
     size = onnx_ops.size(g, self, dim)
     return g.op("Where", g.op("Less", index, g.constant(0, torch.int64)), g.op("Add", index, size), index)
 
@@ -85,12 +90,12 @@ def select(g, self, dim, index):
     if isinstance(idx, int):
         if idx < 0 and sh.is_static(self, dim):
             idx += sh.sizes(self)[dim]
-        if idx >= 0 or g.opset >= 11:
+        if idx >= 0 or onnx_ops.gathers_negative_indices(g):
             return g.op("Gather", self, g.constant(idx, torch.int64), axis_i=dim)
         end = idx + 1 if idx != -1 else INT64_MAX
         return onnx_ops.squeeze(g, onnx_ops.slice(g, self, [dim], [idx], [end]), [dim])
     index = _as_index(g, index)
-    if g.opset < 11:
+    if not onnx_ops.gathers_negative_indices(g):
         index = normalize_index(g, index, self, dim)
     if index.rank == 1:
         index = onnx_ops.squeeze(g, index, [0])
@@ -113,7 +118,7 @@ def slice(g, self, dim=None, start=None, end=None, step=None):
     if isinstance(begin, int) and isinstance(stop, int):
         if begin == 0 and stop >= INT64_MAX and step == 1:
             return self
-        if step != 1 and g.opset < 10:
+        if step != 1 and onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-1: bounds as attributes, no steps
             size = static_dim("slice with a step at opset 9 (Slice has steps from opset 10)", self, dim)
             positions = list(range(size))[begin:stop:step]
             return g.op("Gather", self, g.constant(positions, torch.int64), axis_i=dim)
@@ -138,8 +143,7 @@ def _slice_list_at_runtime(g, items, start, end, step):
     step_value = _int_const(step, 1) if step is not None else 1
     if not isinstance(step_value, int):
         sh.value_error("slicing a list needs a step known at export time", step)
-    if g.opset < 10:
-        sh.needs_opset(10, "list bounds known only at runtime (Slice with inputs)")
+    OPSET.require(g, "list bounds known only at runtime (Slice with inputs)")
     elements = sh.unpack_list(items) if not items.is_const else [Value("", const=v) for v in items.const]
     if any(not isinstance(sh.const(e, 0), (bool, int, float)) and (e.rank or 0) > 0 for e in elements):
         sh.value_error("slicing a list of tensors needs bounds known at export time")
@@ -183,7 +187,7 @@ def _expand_masks(g, items: list) -> list:
     out = []
     for v in items:
         if v is not None and _is_mask(v):
-            need_opset_9(g, "indexing with a boolean mask")
+            OPSET.require(g, "indexing with a boolean mask")
         if v is None or not _is_mask(v):
             out.append(v)
             continue
@@ -239,7 +243,7 @@ def _as_int64(g, v):
 
 def _mask_select(g, self, mask, p: int) -> Value:
     """``self[..., mask]`` with one mask over dims p..p+k-1: Compress on those dims merged."""
-    need_opset_9(g, "indexing with a boolean mask")
+    OPSET.require(g, "indexing with a boolean mask")
     k = require_rank("index", mask)
     mask = onnx_ops.cast(g, mask, torch.bool)
     if k > 1 or mask.rank != 1:
@@ -264,7 +268,7 @@ def index(g, self, indices):
         p, v = present[0], items[present[0]]
         if _is_mask(v):
             return _mask_select(g, self, v, p)
-        idx = _as_index(g, v) if g.opset >= 11 else normalize_index(g, v, self, p)
+        idx = _as_index(g, v) if onnx_ops.gathers_negative_indices(g) else normalize_index(g, v, self, p)
         return g.op("Gather", self, idx, axis_i=p)
     merged = _Merged(g, self, _expand_masks(g, items))
     out = g.op("Gather", merged.flat, merged.linear, axis_i=0)
@@ -275,7 +279,7 @@ def index(g, self, indices):
 @symbolic("aten::index_put")
 def index_put(g, self, indices, values, accumulate=None):
     """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor"""
-    need_opset_9(g, "index_put")
+    OPSET.require(g, "index_put")
     items = _index_items(indices)
     acc = bool(_int_const(accumulate, False)) if accumulate is not None else False
     values = as_operand(g, values, self.dtype)
@@ -387,11 +391,11 @@ def _scatter_add(g, self, dim: int, positions: Value, updates: Value, covers: bo
     """ScatterElements(reduction="add"); before opset 16 a one-hot sum, exact for repeated positions
     (scattering into zeros and adding, as the legacy exporter does, drops all but one of them).
     ``covers``: the positions have self's sizes on every dim but ``dim``."""
-    if g.opset >= 16:
+    if onnx_ops.has_scatter_reduction(g, "add"):
         return onnx_ops.scatter_elements(g, self, dim, positions, updates, "add")
-    need_opset_9(g, "scatter_add")
+    OPSET.require(g, "scatter_add")
     if self.dtype == torch.bool:
-        sh.needs_opset(16, "a boolean input (ScatterElements reduction)", self)
+        OPSET.require(g, "a boolean input (ScatterElements reduction)", self)
     # the updates aimed at each slot, summed over the position axis
     hits = g.op("Where", _hits(g, self, dim, positions), onnx_ops.unsqueeze(g, updates, [dim + 1]),
                 g.constant(0, self.dtype))
@@ -414,8 +418,7 @@ def _pad_corner(g, self: Value, dim: int, reduced: Value, positions: Value, fill
         return onnx_ops.pad(g, reduced, pads, "constant", fill)
     if not short:
         return reduced
-    if g.opset < 11:
-        sh.needs_opset(11, "an index sized at runtime (Pad with a pads input)", self)
+    OPSET.require(g, "an index sized at runtime (Pad with a pads input)", self)
     # the corner's size at runtime: pad the ends by what self has more (0 where they match)
     ends = g.op("Sub", onnx_ops.shape_of(g, self), onnx_ops.shape_of(g, reduced))
     pads = g.op("Concat", g.constant([0] * len(mine), torch.int64), ends, axis_i=0)
@@ -434,7 +437,7 @@ def _hits(g, self: Value, dim: int, positions: Value) -> Value:
     layout = [1] * (dim + 1) + [-1] + [1] * (rank - dim - 1)
     if sh.is_static(self, dim):
         slots = g.constant(torch.arange(sh.sizes(self)[dim]).reshape(layout))
-    elif g.opset >= 11:
+    elif onnx_ops.has_op(g, "Range"):
         count = onnx_ops.size(g, self, dim)
         slots = g.op("Reshape", g.op("Range", g.constant(0, torch.int64), count, g.constant(1, torch.int64)),
                      g.constant(layout, torch.int64))
@@ -448,7 +451,7 @@ def _scatter_one_hot(g, base: Value, dim: int, positions: Value, updates: Value,
     """scatter_reduce below ScatterElements' reduction (16; max/min 18): every slot reduces the
     updates aimed at it (a one-hot mask over the slots, the others set to the reduction's
     identity), then combines with ``base``; exact, however often a position repeats."""
-    need_opset_9(g, "scatter_reduce")
+    OPSET.require(g, "scatter_reduce")
     op_type, identity = _ONE_HOT_REDUCE[mode]
     if not base.dtype.is_floating_point and identity in (float("inf"), float("-inf")):
         info = torch.iinfo(base.dtype)
@@ -479,7 +482,7 @@ def take(g, self, index):
 @symbolic("aten::masked_fill")
 def masked_fill(g, self, mask, value):
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
-    need_opset_9(g, "masked_fill")
+    OPSET.require(g, "masked_fill")
     fill = as_operand(g, value, self.dtype)
     if fill.rank:
         fill = g.op("Reshape", fill, g.constant([], torch.int64))
@@ -496,7 +499,7 @@ def _broadcast_pair(g, a: Value, b: Value):
 @symbolic("aten::masked_select")
 def masked_select(g, self, mask):
     """masked_select(Tensor self, Tensor mask) -> Tensor"""
-    need_opset_9(g, "masked_select")
+    OPSET.require(g, "masked_select")
     values, mask = _broadcast_pair(g, self, onnx_ops.cast(g, mask, torch.bool))
     flat = g.op("Reshape", values, g.constant([-1], torch.int64))
     return g.op("Compress", flat, g.op("Reshape", mask, g.constant([-1], torch.int64)), axis_i=0)
@@ -505,8 +508,7 @@ def masked_select(g, self, mask):
 @symbolic("aten::masked_scatter")
 def masked_scatter(g, self, mask, source):
     """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor"""
-    if g.opset < 11:
-        sh.needs_opset(11, "ONNX ScatterND")
+    OPSET.require(g, "ONNX ScatterND")
     mask = onnx_ops.cast(g, mask, torch.bool)
     if sh.static_sizes(mask) != sh.static_sizes(self) or sh.static_sizes(self) is None:
         mask = g.op("Expand", mask, onnx_ops.shape_of(g, self))
@@ -525,18 +527,18 @@ def masked_scatter(g, self, mask, source):
 def gather(g, self, dim, index, sparse_grad=None):
     """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
     dim = axis_of(sh._get_const(dim, "i", "dim"), require_rank("gather", self))
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "GatherElements"):
         return g.op("GatherElements", self, _as_index(g, index), axis_i=dim)
     return _gather_one_hot(g, self, dim, index)
 
 
 def _gather_one_hot(g, self, dim: int, index) -> Value:
     """GatherElements before opset 11: pick along ``dim`` with a one-hot mask and a sum."""
-    need_opset_9(g, "gather")
+    OPSET.require(g, "gather")
     mine, theirs = sh.sizes(self), sh.sizes(index)
     if mine is None or theirs is None or any(a != b for k, (a, b) in enumerate(zip(mine, theirs)) if k != dim) \
             or self.dtype == torch.bool:
-        sh.needs_opset(11, "an index shaped unlike the input outside dim, or a bool input (ONNX GatherElements)")
+        OPSET.require(g, "an index shaped unlike the input outside dim, or a bool input (ONNX GatherElements)")
     depth = onnx_ops.unsqueeze(g, onnx_ops.size(g, self, dim), [0]) if not sh.is_static(self, dim) \
         else g.constant([mine[dim]], torch.int64)
     on_off = g.constant([0, 1], self.dtype)
@@ -552,8 +554,7 @@ def take_along_dim(g, self, indices, dim=None):
         flat = g.op("Reshape", self, g.constant([-1], torch.int64))
         index = g.op("Reshape", indices, g.constant([-1], torch.int64))
         return g.op("Gather", flat, normalize_index(g, index, flat, 0), axis_i=0)
-    if g.opset < 11:
-        sh.needs_opset(11, "ONNX GatherElements")
+    OPSET.require(g, "ONNX GatherElements")
     rank = require_rank("take_along_dim", self)
     dim = axis_of(sh._get_const(dim, "i", "dim"), rank)
     index = _as_index(g, indices)
@@ -575,7 +576,8 @@ def _scatter_updates(g, self, index: Value, src) -> Value:
     if mine is not None and theirs is not None and mine != theirs:
         axes = [k for k, (a, b) in enumerate(zip(mine, theirs)) if a != b]
         src = onnx_ops.slice(g, src, axes, [0] * len(axes), [theirs[k] for k in axes])
-    elif (mine is None or theirs is None) and sh.sizes(src) != sh.sizes(index) and g.opset >= 10:
+    elif (mine is None or theirs is None) and sh.sizes(src) != sh.sizes(index) \
+            and not onnx_ops.has_attribute(g, "Slice", "starts"):
         # torch takes the corner of src that index covers; its size is known only at runtime
         rank = require_rank("scatter", index)
         src = g.op("Slice", src, g.constant([0] * rank, torch.int64), onnx_ops.shape_of(g, index),
@@ -596,7 +598,7 @@ def scatter(g, self, dim, index, src, reduce=None):
     mode = sh.const(reduce, None) if reduce is not None else None
     if mode == "add":
         return _scatter_add(g, self, dim, index, updates)
-    if mode == "multiply" and g.opset < 16:
+    if mode == "multiply" and not onnx_ops.has_scatter_reduction(g, "mul"):
         return _scatter_one_hot(g, self, dim, index, updates, "prod")
     return onnx_ops.scatter_elements(g, self, dim, index, updates, _SCATTER_REDUCE.get(mode))
 
@@ -621,9 +623,8 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
     keep = True if include_self is None or sh.is_none(include_self) else sh._get_const(include_self, "b", "x")
     index = normalize_index(g, index, self, dim)
     updates = _scatter_updates(g, self, index, src)
-    since = 18 if mode in ("amax", "amin") else 16
-    if g.opset < since and mode == "mean":
-        sh.needs_opset(since, f"reduce={mode!r} (ScatterElements reduction)")
+    if mode == "mean":
+        OPSET.require(g, "reduce='mean' (ScatterElements reduction)")
     base = self
     if not keep:
         identity = _REDUCE_IDENTITY[mode]
@@ -632,7 +633,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=None):
             identity = info.max if identity > 0 else info.min
         fill = g.op("Expand", g.constant(identity, self.dtype), onnx_ops.shape_of(g, index))
         base = onnx_ops.scatter_elements(g, self, dim, index, fill)
-    if mode != "mean" and g.opset < since:
+    if mode != "mean" and not onnx_ops.has_scatter_reduction(g, _SCATTER_REDUCE[mode]):
         return _scatter_one_hot(g, base, dim, index, updates, mode)
     if mode != "mean":
         return onnx_ops.scatter_elements(g, base, dim, index, updates, _SCATTER_REDUCE[mode])
@@ -657,8 +658,7 @@ def copy(g, self, src, non_blocking=None):
     src = as_operand(g, src, self.dtype)
     if sh.static_sizes(src) is not None and sh.static_sizes(src) == sh.static_sizes(self):
         return src
-    if g.opset < 8:
-        sh.needs_opset(8, "copying a broadcast value (ONNX Expand)")
+    OPSET.require(g, "copying a broadcast value (ONNX Expand)")
     return g.op("Expand", src, onnx_ops.shape_of(g, self))
 
 
@@ -756,7 +756,7 @@ def diagonal_scatter(g, self, src, offset=0, dim1=0, dim2=1):
 @symbolic("aten::nonzero")
 def nonzero(g, self):
     """nonzero(Tensor self) -> Tensor"""
-    need_opset_9(g, "nonzero")
+    OPSET.require(g, "nonzero")
     return g.op("Transpose", g.op("NonZero", _nonzero_input(g, self)), perm_i=[1, 0])
 
 
@@ -776,7 +776,7 @@ def argwhere(g, self):
 @symbolic("aten::nonzero_numpy")
 def nonzero_numpy(g, self):
     """nonzero_numpy(Tensor self) -> Tensor[]"""
-    need_opset_9(g, "nonzero")
+    OPSET.require(g, "nonzero")
     rows = g.op("NonZero", _nonzero_input(g, self))
     return [g.op("Gather", rows, g.constant(k, torch.int64), axis_i=0)
             for k in range(require_rank("nonzero_numpy", self))]

@@ -14,11 +14,13 @@ from .tensor import require_rank, static_dim, axis_of, cat, concat_shape, reshap
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::split", "aten::unbind"): {"a runtime number of pieces (ONNX sequences)": 11},
     "aten::chunk": {"a runtime number of pieces (ONNX sequences)": 11, "a dynamic dim (runtime Slice bounds)": 10},
     "aten::split_with_sizes": {"sizes known only at runtime": 13},
+}, unlisted={
+    "ONNX Expand": 8,
 })
 
 
@@ -80,8 +82,7 @@ def dstack(g, tensors):
 @symbolic("aten::meshgrid")
 def meshgrid(g, tensors, indexing=None):
     """meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]"""
-    if g.opset < 8:
-        sh.needs_opset(8, "ONNX Expand")
+    OPSET.require(g, "ONNX Expand")
     mode = sh.const(indexing, None) if indexing is not None else None
     values = [reshape_to(g, v, [-1]) if v.rank == 0 else v for v in sh.unpack_list(tensors)]
     swap = mode == "xy" and len(values) >= 2
@@ -128,8 +129,7 @@ def _list_length_from_trace(g) -> int | None:
 def _runtime_pieces(g, self, dim: int, what: str, split: Value | None = None, keepdims: bool = True) -> Value:
     """The pieces of a split whose count is known only at runtime (a dynamic dim in a scripted graph,
     where no trace recorded a count): a sequence, cut ``split`` long (the last one shorter) or 1 long."""
-    if g.opset < 11:
-        sh.needs_opset(11, "a runtime number of pieces (ONNX sequences)", self)
+    OPSET.require(g, "a runtime number of pieces (ONNX sequences)", self)
     out = g.op("SplitToSequence", self, *([split] if split is not None else []), axis_i=dim, keepdims_i=int(keepdims))
     out.dtype, out.sequence = self.dtype, True
     if self.shape is not None:
@@ -177,8 +177,7 @@ def split_with_sizes(g, self, split_sizes, dim=None):
     axis = axis_of(dim, require_rank("split_with_sizes", self))
     if sh.const(split_sizes) is sh.UNKNOWN:  # sizes computed from runtime dims
         pieces = sh.unpack_list(split_sizes)
-        if g.opset < 13:
-            sh.needs_opset(13, "sizes known only at runtime", self)
+        OPSET.require(g, "sizes known only at runtime", self)
         sizes = onnx_ops.cast(g, g.materialize(split_sizes), torch.int64)
         return list(g.op("Split", self, sizes, axis_i=axis, outputs=len(pieces)))
     sizes = sh._get_const(split_sizes, "is", "split_sizes")
@@ -205,8 +204,7 @@ def chunk(g, self, chunks, dim=0):
         count = _list_length_from_trace(g)
         if count is None:
             return _runtime_pieces(g, self, dim, "chunk", _chunk_step(g, self, chunks, dim))
-        if g.opset < 10:
-            sh.needs_opset(10, "a dynamic dim (runtime Slice bounds)", self)
+        OPSET.require(g, "a dynamic dim (runtime Slice bounds)", self)
         return _chunk_runtime(g, self, chunks, dim, count)
     size = sh.sizes(self)[dim]
     step = -(-size // chunks) if size else 1

@@ -15,17 +15,24 @@ from torchscript_onnx import dtypes, onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .math import mul
 from .operand_types import as_operand, to_floating
 from .reduction import axes_of, reduce, sum_dtype, vector_norm
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "ONNX EyeLike": 9,
+    "integer inputs (typed MatMul)": 9,
+})
 
 
 def matmul_typed(g, a: Value, b: Value) -> Value:
     """MatMul of two operands after torch's promotion; integer MatMul needs opset 9."""
     dtype = g.output_dtype() or sh.promote_types(a, b)
-    if dtype is not None and not dtypes.is_floating(dtype) and g.opset < 9:
-        sh.needs_opset(9, "integer inputs (typed MatMul)", a)
+    if dtype is not None and not dtypes.is_floating(dtype):
+        OPSET.require(g, "integer inputs (typed MatMul)", a)
     if dtype in (torch.int8, torch.uint8, torch.int16, torch.bool):
         # MatMul takes 32/64-bit integers only
         product = g.op("MatMul", onnx_ops.cast(g, a, torch.int64), onnx_ops.cast(g, b, torch.int64))
@@ -148,8 +155,7 @@ def trace(g, self):
     """trace(Tensor self) -> Tensor"""
     out_dtype = g.output_dtype() or sum_dtype(self.dtype)
     x = onnx_ops.cast(g, self, out_dtype)
-    if g.opset < 9:
-        sh.needs_opset(9, "ONNX EyeLike", self)
+    OPSET.require(g, "ONNX EyeLike", self)
     diagonal = g.op("Mul", x, g.op("EyeLike", x))
     return reduce(g, "ReduceSum", diagonal, None, False)
 

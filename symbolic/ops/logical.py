@@ -16,15 +16,19 @@ from torchscript_onnx.ir import Value
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
 from .math import compare, floor_divide_int, isnan as isnan_value
-from .operand_types import as_operand, native_dtype, require_opset
+from .operand_types import as_operand, native_dtype
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::bitwise_and", "aten::__and__", "aten::__iand__"): {"integer inputs (ONNX BitwiseAnd)": 18},
     ("aten::bitwise_or", "aten::__or__", "aten::__ior__"): {"integer inputs (ONNX BitwiseOr)": 18},
     ("aten::bitwise_xor", "aten::__xor__", "aten::__ixor__"): {"integer inputs (ONNX BitwiseXor)": 18},
+}, unlisted={
+    "aten::nan_to_num (it uses ONNX Where)": 9,
+    "aten::where (ONNX NonZero)": 9,
+    "aten::where (ONNX Where)": 9,
 })
 
 _INF = float("inf")
@@ -144,7 +148,8 @@ def bitwise(g, op_type: str, self, other) -> Value:
         return g.op(op_type, as_operand(g, self, dtype), as_operand(g, other, dtype))
     if dtypes.is_floating(dtype):
         sh.value_error(f"bitwise {op_type.lower()} is not defined for {dtype}")
-    require_opset(g, 18, f"integer inputs (ONNX Bitwise{op_type})")
+    OPSET.require(g, "integer inputs (ONNX BitwiseAnd)" if op_type == "And" else
+                  "integer inputs (ONNX BitwiseOr)" if op_type == "Or" else "integer inputs (ONNX BitwiseXor)")
     return g.op(f"Bitwise{op_type}", as_operand(g, self, dtype), as_operand(g, other, dtype))
 
 
@@ -210,7 +215,7 @@ def bitwise_not(g, self):
         return g.op("Not", self)
     if dtypes.is_floating(dtype):
         sh.value_error(f"bitwise not is not defined for {dtype}")
-    if g.opset >= 18:
+    if onnx_ops.has_op(g, "BitwiseNot"):
         return g.op("BitwiseNot", self)
     # two's complement: ~x == -x - 1 for signed integers, 255 - x for uint8
     native = native_dtype(g, "Sub", dtype)
@@ -298,7 +303,7 @@ def where(g, condition, self=None, other=None):
     """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor"""
     if self is None:
         return _where_indices(g, condition)
-    require_opset(g, 9, "aten::where (ONNX Where)")
+    OPSET.require(g, "aten::where (ONNX Where)")
     dtype = g.output_dtype() or sh.promote_types(self, other)
     native = native_dtype(g, "Where", dtype, 1)
     out = g.op("Where", _truth(g, condition), as_operand(g, self, native), as_operand(g, other, native))
@@ -307,7 +312,7 @@ def where(g, condition, self=None, other=None):
 
 def _where_indices(g, condition) -> tuple:
     """where(Tensor condition) -> Tensor[]: the indices of the true elements, one 1-D tensor per dim."""
-    require_opset(g, 9, "aten::where (ONNX NonZero)")
+    OPSET.require(g, "aten::where (ONNX NonZero)")
     rank = sh.rank(condition)
     if rank is None:
         sh.value_error("aten::where: the condition rank must be known", condition)
@@ -329,7 +334,7 @@ def isinf_value(g, x: Value, positive: bool = True, negative: bool = True) -> Va
     """Elementwise infinity test; integers are never infinite."""
     if not dtypes.is_floating(x.dtype):
         return compare(g, "Less", x, x)  # all False, with x's shape
-    if g.opset >= 10:
+    if onnx_ops.has_op(g, "IsInf"):
         native = native_dtype(g, "IsInf", x.dtype)
         return g.op("IsInf", as_operand(g, x, native), detect_positive_i=int(positive),
                     detect_negative_i=int(negative))
@@ -374,7 +379,7 @@ def nan_to_num(g, self, nan=None, posinf=None, neginf=None):
     """nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor"""
     if not dtypes.is_floating(self.dtype):
         return self
-    require_opset(g, 9, "aten::nan_to_num (it uses ONNX Where)")
+    OPSET.require(g, "aten::nan_to_num (it uses ONNX Where)")
     dtype = self.dtype
     big = _max_finite(dtype)
     fills = [sh.const(v, None) if not sh.is_none(v) else None for v in (nan, posinf, neginf)]

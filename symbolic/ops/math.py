@@ -19,10 +19,18 @@ from torchscript_onnx import dtypes, onnx_ops
 from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from .operand_types import (
-    as_operand, float_dtype, native_dtype, require_opset, result_dtype, runtime_supports,
+    as_operand, float_dtype, native_dtype, onnx_input_types, result_dtype, runtime_supports,
 )
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "aten::erf (ONNX Erf)": 9,
+    "aten::erfinv (it uses ONNX Erf and Where)": 9,
+    "this conversion (it uses ONNX Where)": 9,
+})
 
 
 def unary(g, op_type: str, self, dtype: torch.dtype | None = None, **attrs) -> Value:
@@ -60,10 +68,10 @@ _INF = float("inf")
 def compare(g, op_type: str, self, other) -> Value:
     """Equal/Less/Greater/LessOrEqual/GreaterOrEqual after torch's promotion, at any opset."""
     dtype = sh.promote_types(self, other)
-    if op_type in ("LessOrEqual", "GreaterOrEqual") and g.opset < 12:
+    if op_type in ("LessOrEqual", "GreaterOrEqual") and not onnx_ops.has_op(g, op_type):
         strict = compare(g, op_type.replace("OrEqual", ""), self, other)
         return g.op("Or", strict, compare(g, "Equal", self, other))
-    if op_type == "Equal" and dtypes.is_floating(dtype) and g.opset < 11:
+    if op_type == "Equal" and dtypes.is_floating(dtype) and torch.float32 not in onnx_input_types("Equal", g.opset):
         return _float_equal(g, self, other, dtype)
     native = native_dtype(g, op_type, dtype)
     return g.op(op_type, as_operand(g, self, native), as_operand(g, other, native))
@@ -82,7 +90,7 @@ def isnan(g, x: Value) -> Value:
     """Elementwise NaN test; integers are never NaN."""
     if not dtypes.is_floating(x.dtype):
         return compare(g, "Less", x, x)  # all False, with x's shape
-    if g.opset < 9:
+    if not onnx_ops.has_op(g, "IsNaN"):
         # NaN is the only value neither below +inf nor above -inf (IsNaN arrived in opset 9).
         finite_or_inf = g.op("Or", g.op("Less", x, g.constant(_INF, x.dtype)),
                              g.op("Greater", x, g.constant(-_INF, x.dtype)))
@@ -92,7 +100,7 @@ def isnan(g, x: Value) -> Value:
 
 def where(g, condition: Value, self: Value, other: Value) -> Value:
     """ONNX Where (opset 9+) for internal use by decompositions."""
-    require_opset(g, 9, "this conversion (it uses ONNX Where)")
+    OPSET.require(g, "this conversion (it uses ONNX Where)")
     return g.op("Where", condition, self, other)
 
 
@@ -204,7 +212,7 @@ def floordiv(g, self, other):
 
 def trunc_float(g, x: Value) -> Value:
     """Round toward zero (ONNX has no Trunc)."""
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "Sign"):
         return g.op("Mul", g.op("Floor", g.op("Abs", x)), g.op("Sign", x))
     # no Sign before opset 9: floor, plus 1 for negative non-integers
     floor = g.op("Floor", x)
@@ -282,7 +290,7 @@ def sign(g, self):
     dtype = g.output_dtype() or self.dtype
     if dtype == torch.bool:
         return self
-    if g.opset >= 9:
+    if onnx_ops.has_op(g, "Sign"):
         return unary(g, "Sign", self, dtype)
     # Sign arrived in opset 9: (x > 0) - (x < 0)
     native = native_dtype(g, "Sub", dtype)
@@ -449,7 +457,7 @@ def log10(g, self):
 @symbolic("aten::erf")
 def erf(g, self):
     """erf(Tensor self) -> Tensor"""
-    require_opset(g, 9, "aten::erf (ONNX Erf)")
+    OPSET.require(g, "aten::erf (ONNX Erf)")
     return _float_unary(g, "Erf", self)
 
 
@@ -464,7 +472,7 @@ _ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 
 def erfinv(g, self):
     """erfinv(Tensor self) -> Tensor"""
     # No ONNX op: Giles' polynomial approximation, refined by one Newton step on erf.
-    require_opset(g, 9, "aten::erfinv (it uses ONNX Erf and Where)")
+    OPSET.require(g, "aten::erfinv (it uses ONNX Erf and Where)")
     dtype = float_dtype(g, self)
     x = as_operand(g, self, dtype)
     one = g.constant(1.0, dtype)
@@ -570,7 +578,7 @@ def sinc(g, self):
 
 def _round_half_even(g, x: Value) -> Value:
     """Round to nearest, ties to even (torch.round), on a float value."""
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "Round"):
         return g.op("Round", x)
     # Round arrived in opset 11: floor(x) plus 1 above the half, and at the half when floor(x) is odd
     floor = g.op("Floor", x)
@@ -594,7 +602,7 @@ def max_or_min(g, a: Value, b: Value, op_type: str = "Max") -> Value:
     """Elementwise Max (or Min) of two values of one dtype, exact for integers at every opset."""
     native = native_dtype(g, op_type, a.dtype)
     if runtime_supports(g, op_type, native) and (dtypes.is_floating(a.dtype) or not dtypes.is_floating(native)) \
-            or g.opset >= 12:
+            or torch.int64 in onnx_input_types(op_type, g.opset):  # Max/Min take integers from 12
         return onnx_ops.cast(g, g.op(op_type, as_operand(g, a, native), as_operand(g, b, native)), a.dtype)
     # integers (and float64 at opset 7) before opset 12: a + (b - a) * (a < b)
     take_b = compare(g, "Less" if op_type == "Max" else "Greater", a, b)

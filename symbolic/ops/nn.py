@@ -13,8 +13,8 @@ from .linalg import matmul_typed, scaled_sum
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
      "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices"): {"dilation > 1": 10},
     ("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
@@ -22,6 +22,8 @@ declare_opset_requirements({
      "aten::avg_pool3d"): {"ceil_mode=True with spatial sizes known only at runtime": 10},
     ("aten::feature_dropout", "aten::alpha_dropout", "aten::native_dropout"): {
         "training mode (Dropout with training_mode)": 12},
+}, unlisted={
+    "indices (MaxPool with a second output)": 8,
 })
 
 
@@ -201,7 +203,7 @@ def conv_transpose3d(g, input, weight, bias, stride, padding, output_padding, gr
 # Pooling
 
 
-def ceil_mode_pads(input: Value, kernel, stride, pads, dilation) -> list[int]:
+def ceil_mode_pads(g, input: Value, kernel, stride, pads, dilation) -> list[int]:
     """End padding that makes floor-mode pooling produce torch's ceil-mode output size.
 
     Pooled values ignore padding (max) or exclude it (average with count_include_pad=False), so
@@ -210,7 +212,7 @@ def ceil_mode_pads(input: Value, kernel, stride, pads, dilation) -> list[int]:
     n = len(kernel)
     spatial = sh.sizes(input)[2:] if input.shape is not None else None
     if spatial is None or any(not isinstance(d, int) for d in spatial):
-        sh.needs_opset(10, "ceil_mode=True with spatial sizes known only at runtime", input)
+        OPSET.require(g, "ceil_mode=True with spatial sizes known only at runtime", input)
     end = list(pads[n:])
     for i, size in enumerate(spatial):
         effective = dilation[i] * (kernel[i] - 1) + 1
@@ -231,12 +233,11 @@ def pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n: i
     pads = padding + padding
     attrs = dict(kernel_shape_i=kernel, strides_i=stride)
     if any(d != 1 for d in dilation):
-        if g.opset < 10:
-            sh.needs_opset(10, "dilation > 1")
+        OPSET.require(g, "dilation > 1")
         attrs["dilations_i"] = dilation
     if ceil_mode:
-        ceil_pads = None if sh.static_sizes(input) is None and g.opset >= 10 else \
-            ceil_mode_pads(input, kernel, stride, pads, dilation)
+        ceil_pads = None if sh.static_sizes(input) is None and onnx_ops.has_attribute(g, "MaxPool", "ceil_mode") else \
+            ceil_mode_pads(g, input, kernel, stride, pads, dilation)
         # onnxruntime refuses a pad as long as the kernel, which the ceil-mode tail of a dilated
         # kernel can need (without dilation it stays shorter): ONNX's own ceil mode then (opset 10+,
         # as dilation is)
@@ -297,8 +298,7 @@ def _max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
 
 
 def _max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode, n):
-    if g.opset < 8:
-        sh.needs_opset(8, "indices (MaxPool with a second output)", input)
+    OPSET.require(g, "indices (MaxPool with a second output)", input)
     attrs = pool_attrs(g, input, kernel_size, stride, padding, dilation, ceil_mode, n)
     values, indices = g.op("MaxPool", input, outputs=2, **attrs)
     # ONNX indexes the whole flattened tensor, torch each (batch, channel) plane: subtract the
@@ -386,7 +386,7 @@ def _avg_pool_divisor(g, input, kernel_size, stride, padding, ceil_mode, divisor
         spatial = sh.sizes(input)[2:] if input.shape is not None else None
         if spatial is None or any(not isinstance(d, int) for d in spatial):
             sh.value_error("avg_pool with divisor_override and ceil_mode=True needs static spatial sizes", input)
-        pads = ceil_mode_pads(input, attrs["kernel_shape_i"], attrs["strides_i"], attrs["pads_i"], [1] * n)
+        pads = ceil_mode_pads(g, input, attrs["kernel_shape_i"], attrs["strides_i"], attrs["pads_i"], [1] * n)
         input = onnx_ops.pad(g, input, [0, 0] + pads[:n] + [0, 0] + pads[n:], "constant", 0.0)
         attrs["pads_i"] = [0] * (2 * n)
     window = 1
@@ -678,8 +678,7 @@ def feature_dropout(g, input, p, train):
 
 
 def _feature_ones(g, input, op):
-    if g.opset < 12:
-        sh.needs_opset(12, "training mode (Dropout with training_mode)")
+    OPSET.require(g, "training mode (Dropout with training_mode)")
     sizes = sh.sizes(input) or []
     if len(sizes) < 2 or not all(isinstance(n, int) for n in sizes[:2]):
         sh.value_error(f"{op} in training mode needs static batch and channel dims", input)
@@ -691,8 +690,7 @@ def alpha_dropout(g, input, p, train):
     """alpha_dropout(Tensor input, float p, bool train) -> Tensor"""
     if not sh._get_const(train, "b", "train"):
         return input
-    if g.opset < 12:
-        sh.needs_opset(12, "training mode (Dropout with training_mode)")
+    OPSET.require(g, "training mode (Dropout with training_mode)")
     p = sh._get_const(p, "f", "p")
     _, keep = g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
     return _alpha_mix(g, input, keep, p)
@@ -717,8 +715,7 @@ def native_dropout(g, input, p, train):
     if sh.is_none(train) or not sh._get_const(train, "b", "train"):
         shape = onnx_ops.shape_of(g, input)
         return input, g.op("ConstantOfShape", shape, value_t=torch.ones(1, dtype=torch.bool))
-    if g.opset < 12:
-        sh.needs_opset(12, "training mode (Dropout with training_mode)")
+    OPSET.require(g, "training mode (Dropout with training_mode)")
     p = sh._get_const(p, "f", "p")
     return g.op("Dropout", input, g.constant(p, input.dtype), g.constant(True), outputs=2)
 
@@ -741,7 +738,7 @@ def pixel_shuffle(g, self, upscale_factor):
     """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor"""
     if self.rank != 4:
         sh.value_error("pixel_shuffle: only 4-D inputs are supported", self)
-    if g.opset >= 11:
+    if onnx_ops.has_attribute(g, "DepthToSpace", "mode"):
         return g.op("DepthToSpace", self, blocksize_i=upscale_factor, mode_s="CRD")
     r = upscale_factor
     dims = sh.static_sizes(self)

@@ -42,8 +42,12 @@ _WIDER = {
 
 @functools.lru_cache(maxsize=None)
 def onnx_input_types(op_type: str, opset: int, index: int = 0) -> frozenset:
-    """The torch dtypes ONNX ``op_type`` takes for input ``index`` at ``opset``, from its schema."""
-    schema = onnx.defs.get_schema(op_type, opset)
+    """The torch dtypes ONNX ``op_type`` takes for input ``index`` at ``opset``, from its schema
+    (none when the op comes at a later opset)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except onnx.defs.SchemaError:
+        return frozenset()
     formal = schema.inputs[min(index, len(schema.inputs) - 1)]
     for constraint in schema.type_constraints:
         if constraint.type_param_str == formal.type_str:
@@ -88,12 +92,6 @@ def native_dtype(g, op_type: str, dtype: torch.dtype | None, index: int = 0) -> 
         if candidate in spec:
             return candidate  # valid ONNX; only onnxruntime lacks the kernel
     sh.value_error(f"ONNX {op_type} at opset {g.opset} takes no tensor of {dtype} or a type that holds it")
-
-
-def require_opset(g, opset: int, what: str) -> None:
-    """Raise the clear error for conversions ONNX can express only from ``opset`` on."""
-    if g.opset < opset:
-        sh.needs_opset(opset, what)
 
 
 def result_dtype(g, *operands) -> torch.dtype | None:

@@ -13,11 +13,12 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
+from .operand_types import onnx_input_types
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d", "aten::reflection_pad2d",
      "aten::reflection_pad3d", "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"): {
         "pads known only at runtime (Pad with a pads input)": 11},
@@ -58,13 +59,12 @@ def _crop(g, input, pairs):
 def _runtime_pad(g, input, pairs, mode, value, op, pads=None):
     """Pads computed at runtime (e.g. from a dynamic size): a pads input, opset 11 (wrap: 19).
     ``pads``: the ONNX pads tensor when already built (then ``pairs`` is not read)."""
-    need = 19 if mode == "circular" else 11
-    if g.opset < need:
-        # legacy's wording first: callers match on it
-        reason = f"pads known only at runtime (Pad with a pads input{' and wrap mode' * (need == 19)})"
-        sh.needs_opset(need, reason, None,
-                       f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding must be "
-                       f"constant. Please try opset version {need} ({op}: {reason}; pass opset_version={need})")
+    reason = "pads known only at runtime (Pad with a pads input and wrap mode)" if mode == "circular" \
+        else "pads known only at runtime (Pad with a pads input)"
+    need = OPSET.opset(reason)
+    # legacy's wording first: callers match on it
+    OPSET.require(g, reason, None, f"Unsupported: ONNX export of Pad in opset {g.opset}. The sizes of the padding "
+                  f"must be constant. Please try opset version {need} ({op}: {reason}; pass opset_version={need})")
     if pads is None:
         items = [b for b, _ in pairs] + [e for _, e in pairs]
         parts = []
@@ -97,7 +97,7 @@ def _pads_tensor(g, input, pad, mode, value, op):
     missing = g.op("Sub", g.constant([2 * rank], torch.int64), g.op("Shape", pad))
     zeros = g.op("ConstantOfShape", missing, value_t=torch.zeros(1, dtype=torch.int64))
     pairs = g.op("Reshape", g.op("Concat", pad, zeros, axis_i=0), g.constant([rank, 2], torch.int64))
-    if g.opset >= 10:
+    if not onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-10: bounds and steps as inputs
         pairs = onnx_ops.slice(g, pairs, [0], [-1], [-onnx_ops.INT64_MAX], [-1])
     else:
         pairs = g.op("Gather", pairs, g.constant(list(range(rank - 1, -1, -1)), torch.int64), axis_i=0)
@@ -137,9 +137,9 @@ def pad_nd(g, input, pad, mode: str, value=None, op: str = "pad"):
         return _circular(g, input, pairs)
     if input.dtype == torch.bool:
         # Pad takes bool from opset 13 only, and onnxruntime has no bool kernel: pad as uint8 / float.
-        wide = onnx_ops.cast(g, input, torch.uint8 if g.opset >= 11 else torch.float32)
+        wide = onnx_ops.cast(g, input, torch.uint8 if torch.uint8 in onnx_input_types("Pad", g.opset) else torch.float32)
         return onnx_ops.cast(g, _pad(g, wide, pairs, mode, value), torch.bool)
-    if g.opset < 11 and input.dtype is not None and not input.dtype.is_floating_point:
+    if input.dtype is not None and not input.dtype.is_floating_point and input.dtype not in onnx_input_types("Pad", g.opset):
         # Pad takes floating types only before opset 11: pad in a float type that holds every value
         # exactly (double for 32/64-bit integers, as far as 2**53), then cast back.
         wide = torch.float64 if input.dtype in (torch.int32, torch.int64) else torch.float32

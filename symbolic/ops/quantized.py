@@ -27,11 +27,11 @@ from .nn import conv_transpose
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
 _WITH_WEIGHTS = tuple(f"quantized::{name}" for name in (
     "conv1d", "conv1d_relu", "conv2d", "conv2d_relu", "conv3d", "conv3d_relu", "linear", "linear_relu",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"))
-declare_opset_requirements({
+OPSET = declare_opset_requirements({
     ("aten::quantize_per_tensor", "aten::quantize_per_channel", "aten::fake_quantize_per_tensor_affine",
      "aten::fake_quantize_per_channel_affine", *_WITH_WEIGHTS, *(f"quantized::{name}" for name in (
          "add", "add_relu", "mul", "cat", "sigmoid", "hardswish", "leaky_relu", "layer_norm", "group_norm",
@@ -41,16 +41,13 @@ declare_opset_requirements({
     ("aten::fake_quantize_per_tensor_affine", "aten::fake_quantize_per_channel_affine"): {
         "a range clipped below the type's maximum (Clip on integers)": 13},
     _WITH_WEIGHTS: {"per-channel weights (DequantizeLinear with axis)": 13},
+}, unlisted={
+    "a quantized graph input (ONNX QuantizeLinear/DequantizeLinear)": 10,
 })
 
 # torch ScalarType index / quantized dtype -> the ONNX integer type of the zero point
 _SCALAR_TYPES = {12: torch.int8, 13: torch.uint8, 14: torch.int32}
 _RANGES = {(0, 255): torch.uint8, (-128, 127): torch.int8, (0, 127): torch.uint8}
-
-
-def _need(g, opset: int, reason: str) -> None:
-    if g.opset < opset:
-        sh.needs_opset(opset, reason)
 
 
 def _scalar(g, value, dtype: torch.dtype, op: str):
@@ -68,10 +65,10 @@ def qdq(g, x, scale, zero_point, zp_dtype: torch.dtype, axis: int | None = None,
     """``DequantizeLinear(QuantizeLinear(x))``: x rounded to the quantization grid, as float;
     ``quant_max`` clips the integers below their type's maximum (a Clip on integers: opset 13)."""
     if axis is not None:
-        _need(g, 13, "per-channel quantization (QuantizeLinear/DequantizeLinear with axis)")
-    _need(g, 10, "ONNX QuantizeLinear/DequantizeLinear")
-    if quant_max is not None and g.opset < 13:
-        sh.needs_opset(13, "a range clipped below the type's maximum (Clip on integers)")
+        OPSET.require(g, "per-channel quantization (QuantizeLinear/DequantizeLinear with axis)")
+    OPSET.require(g, "ONNX QuantizeLinear/DequantizeLinear")
+    if quant_max is not None:
+        OPSET.require(g, "a range clipped below the type's maximum (Clip on integers)")
     if zp_dtype == torch.int32:
         sh.unimplemented(op, "qint32 activations have no QuantizeLinear zero point type before opset 21")
     scale = _scalar(g, scale, torch.float32, op)
@@ -97,12 +94,12 @@ def weight(g, qweight: torch.Tensor, op: str, transpose: bool = False, rank: int
     if transpose:
         ints = ints.t().contiguous()
     if qweight.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-        _need(g, 10, "ONNX QuantizeLinear/DequantizeLinear")
+        OPSET.require(g, "ONNX QuantizeLinear/DequantizeLinear")
         scale = g.constant(float(qweight.q_scale()), torch.float32)
         zero_point = g.constant(int(qweight.q_zero_point()), ints.dtype)
         return g.op("DequantizeLinear", g.constant(ints, ints.dtype), scale, zero_point)
     if qweight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
-        _need(g, 13, "per-channel weights (DequantizeLinear with axis)")
+        OPSET.require(g, "per-channel weights (DequantizeLinear with axis)")
         axis = qweight.q_per_channel_axis()
         if transpose:
             axis = 1 - axis
@@ -158,7 +155,7 @@ def bias(g, qx, qweight: torch.Tensor, bias: torch.Tensor | None):
 def graph_input(g, values: Value, scale: Value, zero_point: Value, dtype: torch.dtype) -> Value:
     """The quantized value (its dequantized float, module docstring) of a graph input given as
     integer ``values`` of ``dtype``, a double ``scale`` and an int64 ``zero_point``."""
-    _need(g, 10, "a quantized graph input (ONNX QuantizeLinear/DequantizeLinear)")
+    OPSET.require(g, "a quantized graph input (ONNX QuantizeLinear/DequantizeLinear)")
     scale = onnx_ops.cast(g, scale, torch.float32)
     zero_point = onnx_ops.cast(g, zero_point, dtype)
     return g.op("DequantizeLinear", values, scale, zero_point)

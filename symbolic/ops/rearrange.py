@@ -16,9 +16,10 @@ from .nn import conv_transpose
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     "aten::col2im": {"a channel dim sized at runtime (ONNX Col2Im)": 18},
+    "aten::grid_sampler": {"a 5-D (volumetric) input": 20},
 })
 
 
@@ -90,7 +91,7 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     _float_input(self, "col2im")
     blocks = kernel_size[0] * kernel_size[1]
     if not sh.is_static(x, 1):
-        sh.needs_opset(18, "a channel dim sized at runtime (ONNX Col2Im)", self)
+        OPSET.require(g, "a channel dim sized at runtime (ONNX Col2Im)", self)
     channels = sh.sizes(x)[1] // blocks
     grid = [(size + 2 * p - d * (k - 1) - 1) // s + 1
             for size, k, d, p, s in zip(output_size, kernel_size, dilation, padding, stride)]
@@ -122,12 +123,6 @@ def affine_grid_generator(g, theta, size, align_corners):
 # Opset 16. Rearranging at opset 16: grid_sampler as GridSample (4-D inputs only until opset 20).
 
 
-# When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
-    "aten::grid_sampler": {"a 5-D (volumetric) input": 20},
-})
-
 GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
@@ -137,7 +132,7 @@ GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
     """grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor"""
     if input.rank != 4:
-        sh.needs_opset(20, "a 5-D (volumetric) input", input)
+        OPSET.require(g, "a 5-D (volumetric) input", input)
     return g.op("GridSample", input, grid, mode_s=GRID_MODES[interpolation_mode],
                 padding_mode_s=GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
 

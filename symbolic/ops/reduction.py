@@ -20,14 +20,17 @@ from torchscript_onnx.ir import Value
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
 from .math import isnan, where
-from .operand_types import as_operand, dtype_arg, to_floating
+from .operand_types import as_operand, dtype_arg, onnx_input_types, to_floating
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::cumsum", "aten::cumprod", "aten::logcumsumexp"): {"a dim of runtime size": 11},
     ("aten::kthvalue", "aten::median"): {"k known only at runtime": 10},
+}, unlisted={
+    "ONNX Where": 9,
+    "non-float input (TopK)": 11,
 })
 
 _REDUCE_TYPES = frozenset({torch.float16, torch.float32, torch.float64, torch.int32, torch.int64})
@@ -64,10 +67,9 @@ def axes_of(dim, rank: int | None) -> list[int] | None:
 def _compute_type(g, op_type: str, dtype: torch.dtype | None) -> torch.dtype | None:
     if dtype is None or dtype in _REDUCE_TYPES:
         return dtype
-    if dtype == torch.bfloat16:
-        return dtype if g.opset >= 13 else torch.float32
-    if op_type in ("ReduceMax", "ReduceMin") and dtype in (torch.int8, torch.uint8) and g.opset >= 12:
-        return dtype
+    if dtype == torch.bfloat16 or (op_type in ("ReduceMax", "ReduceMin") and dtype in (torch.int8, torch.uint8)):
+        if dtype in onnx_input_types(op_type, g.opset):  # bfloat16 from opset 13; ReduceMax/Min int8 from 12
+            return dtype
     return torch.float32 if dtypes.is_floating(dtype) else torch.int32 if dtype != torch.uint64 else dtype
 
 
@@ -207,9 +209,10 @@ def elementwise_extreme(g, op_type: str, self, other) -> Value:
             zero = g.constant(0, dtype)
             a, b = g.op("Add", a, g.op("Mul", b, zero)), g.op("Add", b, g.op("Mul", a, zero))
         return g.op(op_type, a, b)
-    if g.opset >= 12:
+    # (dtype may be unknown in scripted code: ask whether the op takes integers at all)
+    if torch.int64 in onnx_input_types(op_type, g.opset):  # Max/Min take integers from opset 12
         return g.op(op_type, a, b)
-    if g.opset >= 9:  # Max/Min take integers from opset 12; Greater/Less from 9
+    if torch.int64 in onnx_input_types("Greater", g.opset):  # Greater/Less from 9
         pick = g.op("Greater" if op_type == "Max" else "Less", a, b)
         return g.op("Where", pick, a, b)
     # Opsets 7-8 compare floats only: (a + b +- |a - b|) / 2 is exact in integers (Add/Abs/Div take int32/64).
@@ -518,20 +521,18 @@ def _prefix_reduce(g, op_type: str, x: Value, dim, neutral: float, name: str) ->
     trailing = [1] * (rank - axis - 1)
     if isinstance(n, int):
         mask = g.constant(torch.tril(torch.ones(n, n, dtype=torch.bool)).reshape([n, n] + trailing))
-    elif g.opset >= 11:
+    else:
+        OPSET.require(g, "a dim of runtime size", x)
         index = g.op("Range", g.constant(0, torch.int64), onnx_ops.size(g, x, axis), g.constant(1, torch.int64))
         rows, cols = onnx_ops.unsqueeze(g, index, [1]), onnx_ops.unsqueeze(g, index, [0])
         mask = g.op("Not", g.op("Less", rows, cols))
         if trailing:
             mask = onnx_ops.unsqueeze(g, mask, list(range(2, 2 + len(trailing))))
-    else:
-        sh.needs_opset(11, "a dim of runtime size", x)
     spread = onnx_ops.unsqueeze(g, x, [axis])
     if neutral == 0:  # a product with the mask works from opset 7 (Where arrives at 9)
         masked = g.op("Mul", spread, onnx_ops.cast(g, mask, x.dtype))
     else:
-        if g.opset < 9:
-            sh.needs_opset(9, "ONNX Where", x)
+        OPSET.require(g, "ONNX Where", x)
         masked = g.op("Where", mask, spread, g.constant(neutral, x.dtype))
     return reduce(g, op_type, masked, [axis + 1], False)
 
@@ -563,28 +564,16 @@ def logcumsumexp(g, self, dim):
 
 def kth_smallest(g, x: Value, k, axis: int, keepdim: bool) -> tuple[Value, Value]:
     """The k-th smallest value (k: 1-based int or 0-d int64 value) along ``axis`` and its index."""
-    values_in = x
-    if g.opset < 11:
-        # TopK finds the largest only, and floats only, before opset 11: take the largest of -x.
-        if not dtypes.is_floating(x.dtype):
-            values_in = onnx_ops.cast(g, x, torch.float64)
-        values_in = g.op("Neg", values_in)
-    if g.opset >= 10:
-        k_value = g.constant([k], torch.int64) if isinstance(k, int) else onnx_ops.unsqueeze(g, k, [0])
-        attrs = {"largest_i": 0} if g.opset >= 11 else {}
-        values, indices = g.op("TopK", values_in, k_value, axis_i=axis, outputs=2, **attrs)
-    else:
-        if not isinstance(k, int):
-            sh.needs_opset(10, "k known only at runtime", x)
-        values, indices = g.op("TopK", values_in, k_i=k, axis_i=axis, outputs=2)
+    # TopK takes floats only before opset 11: order integers as float64 (exact to 2**53)
+    values_in = x if dtypes.is_floating(x.dtype) or OPSET.met(g, "non-float input (TopK)") \
+        else onnx_ops.cast(g, x, torch.float64)
+    values, indices = onnx_ops.topk(g, values_in, k, axis, largest=False)
     last = g.constant(k - 1, torch.int64) if isinstance(k, int) else g.op("Sub", k, g.constant(1, torch.int64))
     if keepdim:
         last = onnx_ops.unsqueeze(g, last, [0])
     value = g.op("Gather", values, last, axis_i=axis)
     index = g.op("Gather", indices, last, axis_i=axis)
-    if g.opset < 11:
-        value = onnx_ops.cast(g, g.op("Neg", value), x.dtype)
-    return value, index
+    return onnx_ops.cast(g, value, x.dtype), index
 
 
 @symbolic("aten::median")
@@ -636,8 +625,8 @@ def cumsum_11(g, self, dim, dtype=None):
     compute = out_dtype
     if out_dtype in (torch.int8, torch.uint8, torch.int16, torch.bool):
         compute = torch.int64
-    elif out_dtype in (torch.float16, torch.bfloat16) and g.opset < 14:
-        compute = torch.float32
+    elif out_dtype in (torch.float16, torch.bfloat16) and out_dtype not in onnx_input_types("CumSum", g.opset):
+        compute = torch.float32  # CumSum takes them from opset 14
     out = g.op("CumSum", onnx_ops.cast(g, x, compute), g.constant(axis, torch.int64))
     return onnx_ops.cast(g, out, out_dtype)
 

@@ -1,9 +1,10 @@
 """Resizing at opset 9: the aten upsample ops as ONNX Upsample (opsets 7-9) or Resize (10+).
 
-One lowering, ``resize``, reads ``g.opset``: the ONNX ops moved from Upsample (scales attribute
-at 7, input at 9) to Resize (10: nearest/linear, asymmetric only; 11: coordinate transformation
-modes, cubic and a sizes input; 18: antialias). Modes ONNX cannot express at the target opset
-raise an error naming the lowest opset that can."""
+One lowering, ``resize``, over the ONNX ops that moved from Upsample (scales attribute at 7, input
+at 9) to Resize (10: nearest/linear, asymmetric only; 11: coordinate transformation modes, cubic
+and a sizes input; 18: antialias); the builder's ``onnx_ops.upsample`` and ``resize_no_roi`` hold
+those schema moves. Modes ONNX cannot express at the target opset raise an error naming the
+lowest opset that can."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from ..registry import declare_opset_requirements, symbolic
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::__interpolate", "aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
      "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d",
      "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d", "aten::upsample_bicubic2d",
@@ -37,6 +38,9 @@ declare_opset_requirements({
     ("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa"): {"antialias=True (Resize with antialias)": 18},
     "aten::__interpolate": {"linear mode (Resize coordinate transformation modes)": 11,
                             "cubic mode (Resize coordinate transformation modes)": 11},
+}, unlisted={
+    "an output size known only at runtime (Upsample with a scales input)": 9,
+    "scale factors known only at runtime (Upsample with a scales input)": 9,
 })
 
 
@@ -139,37 +143,31 @@ def resize(g, input, output_size, scales, mode: str, align_corners=None, antiali
     sizes = _size_list(output_size)
     if sizes is None and scales is None:
         sh.value_error(f"{op}: neither output_size nor scale_factors is given")
-    if antialias and g.opset < 18:
-        sh.needs_opset(18, "antialias=True (Resize with antialias)")
-    if (mode != "nearest" or exact) and g.opset < 11:
-        sh.needs_opset(11, f"{'nearest-exact' if exact else mode} mode (Resize coordinate transformation modes)")
-    if g.opset >= 11:
+    if antialias:
+        OPSET.require(g, "antialias=True (Resize with antialias)")
+    if mode != "nearest" or exact:
+        OPSET.require(g, "nearest-exact mode (Resize coordinate transformation modes)" if exact else
+                      "linear mode (Resize coordinate transformation modes)" if mode == "linear" else
+                      "cubic mode (Resize coordinate transformation modes)")
+    if onnx_ops.has_attribute(g, "Resize", "coordinate_transformation_mode"):  # Resize-11
         return _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact)
     if sizes is not None:
         scales = _static_scales(input, sizes)
-        if scales is None and g.opset < 9:
-            sh.needs_opset(9, "an output size known only at runtime (Upsample with a scales input)")
+        if scales is None:
+            OPSET.require(g, "an output size known only at runtime (Upsample with a scales input)")
     if isinstance(scales, Value):
-        if g.opset < 9:
-            sh.needs_opset(9, "scale factors known only at runtime (Upsample with a scales input)")
-        scale_value = _runtime_scales(g, scales)
-        return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
-    if scales is not None and any(s < 1 for s in scales) and g.opset < 10:
-        sh.needs_opset(10, "downsampling (scale < 1, ONNX Resize)")
-    if g.opset == 10 and not _whole_downsampling(input, sizes, scales):
+        OPSET.require(g, "scale factors known only at runtime (Upsample with a scales input)")
+        return onnx_ops.upsample(g, input, _runtime_scales(g, scales), mode)
+    if scales is not None and any(s < 1 for s in scales):
+        OPSET.require(g, "downsampling (scale < 1, ONNX Resize)")
+    if onnx_ops.has_op(g, "Resize") and not _whole_downsampling(input, sizes, scales):
         # Resize-10 rounds nearest up when downsampling (onnxruntime's "simple" mode): matches
         # torch's floor only where the source coordinates are whole numbers.
-        sh.needs_opset(11, "nearest downsampling by a non-integer factor (Resize with nearest_mode)")
-    full = None if scales is None else [1.0, 1.0] + list(scales)
-    if g.opset < 9:
-        return g.op("Upsample", input, mode_s=mode, scales_f=full)
-    if full is not None:
-        g.legacy_only(2, folds=1)  # legacy's Concat of two Constants, folded by its constant folding
-        scale_value = g.constant(full, torch.float32)
-    else:
-        out = onnx_ops.cast(g, _full_sizes(g, input, sizes), torch.float32)
-        scale_value = g.op("Div", out, onnx_ops.cast(g, g.op("Shape", input), torch.float32))
-    return g.op("Upsample" if g.opset < 10 else "Resize", input, scale_value, mode_s=mode)
+        OPSET.require(g, "nearest downsampling by a non-integer factor (Resize with nearest_mode)")
+    if scales is not None:
+        return onnx_ops.upsample(g, input, [1.0, 1.0] + list(scales), mode)
+    out = onnx_ops.cast(g, _full_sizes(g, input, sizes), torch.float32)
+    return onnx_ops.upsample(g, input, g.op("Div", out, onnx_ops.cast(g, g.op("Shape", input), torch.float32)), mode)
 
 
 def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
@@ -186,7 +184,7 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
         # torch renormalizes the antialiasing filter over the pixels inside the image.
         attrs["antialias_i"] = 1
         attrs["exclude_outside_i"] = 1
-    empty = g.constant(torch.zeros(0, dtype=torch.float32)) if g.opset < 13 else None
+    empty = onnx_ops.resize_no_roi(g)
     if sizes is not None:
         return g.op("Resize", input, empty, empty, _full_sizes(g, input, sizes), **attrs)
     if isinstance(scales, Value):
@@ -194,7 +192,7 @@ def _resize_11(g, input, sizes, scales, mode, align_corners, antialias, exact):
     else:
         # legacy: a Concat of two Constants (folded by its constant folding), its roi a None
         # value from opset 13 on where ours has no input
-        g.legacy_only(2 + (g.opset >= 13), folds=1)
+        g.legacy_only(2 + (empty is None), folds=1)
         scale_value = g.constant([1.0, 1.0] + list(scales), torch.float32)
     return g.op("Resize", input, empty, scale_value, **attrs)
 
@@ -206,8 +204,7 @@ def _runtime_scales(g, scales):
                  for e in scales.elements]
         scales = g.op("Concat", *[onnx_ops.unsqueeze(g, p, [0]) if p.rank == 0 else p for p in parts], axis_i=0)
     elif scales.sequence:
-        if g.opset < 11:
-            sh.needs_opset(11, "a list of scale factors built at runtime (ONNX sequences)")
+        OPSET.require(g, "a list of scale factors built at runtime (ONNX sequences)")
         scales = g.op("ConcatFromSequence", scales, axis_i=0, new_axis_i=1)
     return g.op("Concat", g.constant([1.0, 1.0], torch.float32), onnx_ops.cast(g, scales, torch.float32),
                 axis_i=0)

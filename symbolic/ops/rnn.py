@@ -29,8 +29,11 @@ from ..registry import declare_opset_requirements, symbolic
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
            "_pack_padded_sequence", "_pad_packed_sequence", "padded_from_packed"]
 
-declare_opset_requirements({("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"): {
-    "a PackedSequence's packed rows (a model argument; ONNX CumSum)": 11}})
+OPSET = declare_opset_requirements({("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"): {
+    "a PackedSequence's packed rows (a model argument; ONNX CumSum)": 11}}, unlisted={
+    "a range of runtime length": 9,
+    "proj_size > 0 (ONNX Scan)": 9,
+})
 
 # Gate blocks of torch's weights in ONNX order: torch LSTM is i f g o, ONNX i o f c;
 # torch GRU is r z n, ONNX z r h (with linear_before_reset=1, torch's formula for n).
@@ -46,13 +49,13 @@ def int_range(g, n) -> Value:
     """0, 1, ..., n-1 as int64: a constant when ``n`` is known, else Range (opset 11) or, before
     that, NonZero over n ones."""
     count = sh.const(n)
-    if count is sh.UNKNOWN and g.opset < 9:
-        sh.needs_opset(9, "a range of runtime length")
+    if count is sh.UNKNOWN:
+        OPSET.require(g, "a range of runtime length")
     if count is not sh.UNKNOWN:
         count = count.reshape(-1)[0].item() if isinstance(count, torch.Tensor) else int(count)
         return g.constant(torch.arange(count, dtype=torch.int64))
     n = onnx_ops.cast(g, n, torch.int64)
-    if g.opset >= 11:
+    if onnx_ops.has_op(g, "Range"):
         scalar = onnx_ops.squeeze(g, n, [0]) if n.rank == 1 else n
         return g.op("Range", g.constant(0, torch.int64), scalar, g.constant(1, torch.int64))
     shape = onnx_ops.unsqueeze(g, n, [0]) if n.rank == 0 else n
@@ -167,8 +170,7 @@ def projected_lstm(g, input: Value, states: list[Value], weights: list[Value], h
                    bidirectional: bool, batch_first: bool, batch_sizes: Value | None):
     """LSTM with proj_size > 0: ONNX LSTM has no output projection, so each layer and direction is
     a Scan over time whose body is one LSTM step (torch's gate order) followed by the projection."""
-    if g.opset < 9:
-        sh.needs_opset(9, "proj_size > 0 (ONNX Scan)")
+    OPSET.require(g, "proj_size > 0 (ONNX Scan)")
     dirs = 2 if bidirectional else 1
     per_layer = 5 if has_biases else 3
     h0, c0 = states
@@ -376,8 +378,7 @@ def padded_from_packed(g, data: Value, batch_sizes: Value) -> Value:
     """torch's packed rows (sum of the lengths, features), step t's batch_sizes[t] rows one block
     after the other, as the padded batch this module keeps instead (steps, batch, features),
     zeros past each sequence's end."""
-    if g.opset < 11:
-        sh.needs_opset(11, "a PackedSequence's packed rows (a model argument; ONNX CumSum)", data)
+    OPSET.require(g, "a PackedSequence's packed rows (a model argument; ONNX CumSum)", data)
     sizes = onnx_ops.cast(g, batch_sizes, torch.int64)
     starts = g.op("Sub", g.op("CumSum", sizes, g.constant(0, torch.int64)), sizes)  # each step's first row
     positions = int_range(g, g.op("Gather", sizes, g.constant(0, torch.int64), axis_i=0))  # 0 .. batch-1

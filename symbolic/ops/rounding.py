@@ -57,7 +57,7 @@ def round(g, self, decimals=None):  # noqa: A001 - named after the aten op
     if _is_integral(self):
         return self
     digits = sh._get_const(decimals, "i", "decimals") if not sh.is_none(decimals) else 0
-    native = native_dtype(g, "Floor" if g.opset < 11 else "Round", self.dtype)
+    native = native_dtype(g, "Round" if onnx_ops.has_op(g, "Round") else "Floor", self.dtype)
     x = as_operand(g, self, native)
     if digits == 0:
         return onnx_ops.cast(g, _round_half_even(g, x), self.dtype)

@@ -9,17 +9,22 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-from .indexing import INT64_MAX, _int_const, gather, need_opset_9
+from .indexing import INT64_MAX, _int_const, gather
 from .operand_types import as_operand
 from .tensor import axis_of, require_rank
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::topk", "aten::sort", "aten::argsort"): {"k known only at runtime": 10, "non-float input": 11},
     ("aten::_unique", "aten::_unique2", "aten::unique_dim"): {"ONNX Unique": 11},
     "aten::unique_consecutive": {"return_inverse=True (ONNX CumSum)": 11},
+}, unlisted={
+    # Where, NonZero, Compress, Scatter and OneHot, and integer Less/Greater, came at opset 9
+    "one_hot": 9,
+    "searchsorted/bucketize": 9,
+    "unique_consecutive": 9,
 })
 
 
@@ -30,24 +35,12 @@ declare_opset_requirements({
 def topk_values(g, self, k, axis: int, largest: bool, sorted_: bool = True):
     """(values, indices) of TopK with k an int or a runtime 0-d/1-element value."""
     if self.dtype == torch.bool:  # sort/argsort of a mask: TopK has no bool; order 0/1 as numbers
-        values, indices = topk_values(g, onnx_ops.cast(g, self, torch.float32 if g.opset < 11 else torch.int64),
-                                      k, axis, largest, sorted_)
+        number = torch.int64 if OPSET.met(g, "non-float input") else torch.float32
+        values, indices = topk_values(g, onnx_ops.cast(g, self, number), k, axis, largest, sorted_)
         return onnx_ops.cast(g, values, torch.bool), indices
-    if g.opset < 11 and not self.dtype.is_floating_point:
-        sh.needs_opset(11, "non-float input", self)
-    if g.opset < 10:
-        if not isinstance(k, int):
-            sh.needs_opset(10, "k known only at runtime", k)
-        source = self if largest else g.op("Neg", self)
-        values, indices = g.op("TopK", source, k_i=k, axis_i=axis, outputs=2)
-    else:
-        count = g.constant([k], torch.int64) if isinstance(k, int) else \
-            g.op("Reshape", onnx_ops.cast(g, k, torch.int64), g.constant([1], torch.int64))
-        if g.opset >= 11:
-            return g.op("TopK", self, count, axis_i=axis, largest_i=int(largest), sorted_i=int(sorted_), outputs=2)
-        source = self if largest else g.op("Neg", self)
-        values, indices = g.op("TopK", source, count, axis_i=axis, outputs=2)
-    return (values if largest else g.op("Neg", values)), indices
+    if not self.dtype.is_floating_point:
+        OPSET.require(g, "non-float input", self)
+    return onnx_ops.topk(g, self, k, axis, largest, sorted_)
 
 
 @symbolic("aten::topk")
@@ -99,7 +92,7 @@ def argsort(g, self, *args):
 
 def _count_below(g, boundaries: Value, values: Value, right: bool, int32: bool) -> Value:
     """For each value, how many boundaries lie below it (<= with right=True): the insertion index."""
-    need_opset_9(g, "searchsorted/bucketize")
+    OPSET.require(g, "searchsorted/bucketize")
     dtype = sh.promote_types(boundaries, values)
     boundaries, values = as_operand(g, boundaries, dtype), as_operand(g, values, dtype)
     b = boundaries if boundaries.rank == 1 else onnx_ops.unsqueeze(g, boundaries, [boundaries.rank - 1])
@@ -136,7 +129,7 @@ def bucketize(g, self, boundaries, out_int32=None, right=None):
 @symbolic("aten::one_hot")
 def one_hot(g, self, num_classes=None):
     """one_hot(Tensor self, int num_classes=-1) -> Tensor"""
-    need_opset_9(g, "one_hot")
+    OPSET.require(g, "one_hot")
     classes = _int_const(num_classes, -1)
     if classes is sh.UNKNOWN:  # a runtime number of classes, e.g. a size under dynamic axes
         depth = onnx_ops.cast(g, num_classes, torch.int64)
@@ -154,8 +147,7 @@ def one_hot(g, self, num_classes=None):
 
 
 def _unique_all(g, self, axis: int | None):
-    if g.opset < 11:
-        sh.needs_opset(11, "ONNX Unique", self)
+    OPSET.require(g, "ONNX Unique", self)
     kwargs = {} if axis is None else {"axis_i": axis}
     # onnxruntime's Unique takes float, double, int8 and int64: compute others in a wider type
     wide = {torch.float16: torch.float32, torch.bfloat16: torch.float32}.get(self.dtype, torch.int64)
@@ -192,7 +184,7 @@ def unique_dim(g, self, dim, sorted=None, return_inverse=None, return_counts=Non
 def unique_consecutive(g, self, return_inverse=None, return_counts=None, dim=None):
     """unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None)
     -> (Tensor, Tensor, Tensor)"""
-    need_opset_9(g, "unique_consecutive")
+    OPSET.require(g, "unique_consecutive")
     if dim is not None and not sh.is_none(dim):
         sh.unimplemented("unique_consecutive", "dim")
     flat = g.op("Reshape", self, g.constant([-1], torch.int64))
@@ -206,8 +198,7 @@ def unique_consecutive(g, self, return_inverse=None, return_counts=None, dim=Non
     values = g.op("Compress", flat, starts, axis_i=0)
     outputs = [values]
     if bool(_int_const(return_inverse, False)):
-        if g.opset < 11:
-            sh.needs_opset(11, "return_inverse=True (ONNX CumSum)")
+        OPSET.require(g, "return_inverse=True (ONNX CumSum)")
         position = g.op("CumSum", onnx_ops.cast(g, starts, torch.int64), g.constant(0, torch.int64))
         inverse = g.op("Sub", position, g.constant(1, torch.int64))
         outputs.append(g.op("Reshape", inverse, onnx_ops.shape_of(g, self)))

@@ -17,9 +17,15 @@ import torch
 from torchscript_onnx import dtypes, onnx_ops
 
 from .. import symbolic_helper as sh
-from ..registry import symbolic
+from ..registry import declare_opset_requirements, symbolic
 from . import complex as complex_ops
 from .creation import _scalar, arange_between, creation_dtype
+
+# The conditions under which a conversion here needs more than opset 7 (OPSET.require states
+# them) -> the lowest opset that meets each; a registration at 9 serves 7 and 8 where ONNX allows.
+OPSET = declare_opset_requirements({}, unlisted={
+    "a window of runtime length": 9,
+})
 
 
 def window_args(args) -> tuple[bool, object]:
@@ -39,8 +45,7 @@ def _static_length(window_length) -> int | None:
 def _runtime_window(g, window_length, periodic: bool, out_dtype: torch.dtype, shape):
     """``shape(x)`` over x = i / N for i < n, N = n when periodic else n - 1 (at least 1);
     a length-1 window is [1], as in torch."""
-    if g.opset < 9:
-        sh.needs_opset(9, "a window of runtime length", window_length)
+    OPSET.require(g, "a window of runtime length", window_length)
     compute = out_dtype if dtypes.is_floating(out_dtype) else torch.float32
     index = arange_between(g, 0, window_length, 1, compute)
     length = _scalar(g, window_length, compute)
@@ -144,10 +149,7 @@ def is_complex_input(g, k: int) -> bool:
 def _dft(g, x, length, axis: int, inverse: bool = False, onesided: bool = False):
     """ONNX DFT over ``axis`` of x (trailing dim 1 = real, 2 = complex)."""
     dft_length = g.constant(int(length), torch.int64) if isinstance(length, int) else length
-    if g.opset >= 20:
-        return g.op("DFT", x, dft_length, g.constant(axis, torch.int64), inverse_i=int(inverse),
-                    onesided_i=int(onesided))
-    return g.op("DFT", x, dft_length, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
+    return onnx_ops.dft(g, x, dft_length, axis, inverse, onesided)
 
 
 def _scale(g, x, factor: float):

@@ -14,8 +14,8 @@ from .operand_types import as_operand
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     "aten::unsqueeze": {"a dim known only at runtime (Unsqueeze with an axes input)": 13},
     "aten::squeeze": {"a dim known only at runtime (Squeeze with an axes input)": 13},
     "aten::repeat_interleave": {"repeats known only at runtime (ONNX CumSum and Range)": 11},
@@ -23,6 +23,9 @@ declare_opset_requirements({
     "aten::diagonal": {"a matrix sized at runtime (ONNX Range)": 11},
     ("aten::tril", "aten::triu"): {"a diagonal known only at runtime (ONNX Trilu)": 14,
                                    "a matrix of dynamic size (ONNX Trilu)": 14},
+}, unlisted={
+    "ONNX Expand": 8,
+    "ONNX Where": 9,
 })
 
 
@@ -34,7 +37,7 @@ def reshape_to(g, self: Value, shape) -> Value:
     if target is not sh.UNKNOWN:
         dims = [int(d) for d in target]
         # torch's 0 is an empty dim; ONNX Reshape's 0 copies the input dim unless allowzero (opset 14).
-        allowzero = 1 if 0 in dims and g.opset >= 14 else None
+        allowzero = 1 if 0 in dims and onnx_ops.has_attribute(g, "Reshape", "allowzero") else None
         return g.op("Reshape", self, g.constant(dims, torch.int64), allowzero_i=allowzero)
     return g.op("Reshape", self, shape)
 
@@ -149,12 +152,11 @@ def unsqueeze(g, self, dim):
     if sh.const(dim) is sh.UNKNOWN:
         # A runtime dim (an int graph input): Unsqueeze takes its axes as an input from opset 13,
         # and reads a negative axis against the output rank, as torch does.
-        if g.opset < 13:
-            sh.needs_opset(13, "a dim known only at runtime (Unsqueeze with an axes input)", dim)
+        OPSET.require(g, "a dim known only at runtime (Unsqueeze with an axes input)", dim)
         axes = onnx_ops.cast(g, dim, torch.int64)
         # (Unsqueeze, not Reshape, makes the axes 1-D: onnxruntime 1.2x's optimizer mistypes a
         # Reshape feeding Unsqueeze's axes.)
-        return g.op("Unsqueeze", self, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
+        return onnx_ops.unsqueeze(g, self, onnx_ops.unsqueeze(g, axes, [0]) if axes.rank == 0 else axes)
     dim = sh._get_const(dim, "i", "dim")
     if dim < 0:
         if self.rank is None:
@@ -175,8 +177,7 @@ def squeeze(g, self, dim=None):
     axes = sh.const(dim)
     rank = require_rank("squeeze", self)
     if axes is sh.UNKNOWN:  # a runtime int dim (scripted): Squeeze takes its axes as an input from 13
-        if g.opset < 13:
-            sh.needs_opset(13, "a dim known only at runtime (Squeeze with an axes input)", dim)
+        OPSET.require(g, "a dim known only at runtime (Squeeze with an axes input)", dim)
         rank_value = g.constant(rank, torch.int64)
         axis = g.op("Mod", g.op("Add", onnx_ops.cast(g, dim, torch.int64), rank_value), rank_value)
         result = _squeeze_if_one(g, self, axis)
@@ -493,8 +494,7 @@ def alias(g, self):
 
 
 def _expand_to(g, self: Value, size) -> Value:
-    if g.opset < 8:
-        sh.needs_opset(8, "ONNX Expand")
+    OPSET.require(g, "ONNX Expand")
     target = sh.const(size)
     if target is not sh.UNKNOWN:
         # torch's -1 keeps the input dim; Expand broadcasting does the same with 1.
@@ -548,8 +548,7 @@ def broadcast_to(g, self, size):
 @symbolic("aten::expand_as")
 def expand_as(g, self, other):
     """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
-    if g.opset < 8:
-        sh.needs_opset(8, "ONNX Expand")
+    OPSET.require(g, "ONNX Expand")
     if sh.static_sizes(self) is not None and sh.static_sizes(self) == sh.static_sizes(other):
         return self
     return g.op("Expand", self, onnx_ops.shape_of(g, other))
@@ -633,8 +632,7 @@ def _repeat_each(g, self, count: int, dim: int) -> Value:
 
 def _repeat_runtime(g, self, repeats, dim: int) -> Value:
     """Repeats known only at runtime: output position j takes input i = #(cumsum(repeats) <= j)."""
-    if g.opset < 11:
-        sh.needs_opset(11, "repeats known only at runtime (ONNX CumSum and Range)")
+    OPSET.require(g, "repeats known only at runtime (ONNX CumSum and Range)")
     repeats = onnx_ops.cast(g, repeats, torch.int64)
     length = sh.static_sizes(repeats)
     if not length or length[0] == 1 or not sh.is_static(self, dim):
@@ -657,13 +655,13 @@ def reverse(g, self: Value, axes: list[int]) -> Value:
     """``self`` reversed along ``axes``: Slice with step -1 (opset 10), or Gather on static dims."""
     if not axes:
         return self
-    if g.opset >= 10:
+    if not onnx_ops.has_attribute(g, "Slice", "starts"):  # Slice-10: steps, so -1 reverses
         n = len(axes)
         return onnx_ops.slice(g, self, axes, [-1] * n, [-onnx_ops.INT64_MAX] * n, [-1] * n)
     for axis in axes:
         size = sh.sizes(self)[axis] if sh.is_static(self, axis) else None
         if size is None:
-            sh.needs_opset(10, "a dynamic dim (Slice with negative steps)", self)
+            OPSET.require(g, "a dynamic dim (Slice with negative steps)", self)
         self = g.op("Gather", self, g.constant(list(range(size - 1, -1, -1)), torch.int64), axis_i=axis)
     return self
 
@@ -735,7 +733,7 @@ def _roll_runtime(g, self: Value, shift, dim: int) -> Value:
     size = onnx_ops.size(g, self, dim)
     # An empty dim rolls to itself; dividing by its 0 size would trap.
     divisor = g.op("Add", size, onnx_ops.cast(g, g.op("Equal", size, g.constant(0, torch.int64)), torch.int64))
-    if g.opset < 10:
+    if not onnx_ops.has_op(g, "Mod"):
         # No Mod, no Slice with runtime bounds: gather positions (i - shift) mod size. Two rounds
         # of a - (a / n) * n give the non-negative remainder whether Div truncates or floors.
         def rem(a):
@@ -792,8 +790,7 @@ def diagonal(g, self, offset=0, dim1=0, dim2=1):
     """diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)"""
     rank = require_rank("diagonal", self)
     if not (sh.is_static(self, dim1 % rank) and sh.is_static(self, dim2 % rank)):
-        if g.opset < 11:
-            sh.needs_opset(11, "a matrix sized at runtime (ONNX Range)", self)
+        OPSET.require(g, "a matrix sized at runtime (ONNX Range)", self)
         return _diagonal_runtime(g, self, offset, axis_of(dim1, rank), axis_of(dim2, rank))
     flat, n, m, perm, positions = diagonal_layout(g, self, offset, dim1, dim2)
     return g.op("Gather", flat, g.constant(positions, torch.int64), axis_i=len(perm) - 2)
@@ -843,9 +840,9 @@ def _triangle(g, self, diagonal_, lower: bool) -> Value:
         sh.value_error("tril/triu need at least 2 dims", self)
     if sh.const(diagonal_) is not sh.UNKNOWN:
         diagonal_ = sh._get_const(diagonal_, "i", "diagonal")
-    elif g.opset < 14:
-        sh.needs_opset(14, "a diagonal known only at runtime (ONNX Trilu)", diagonal_)
-    if g.opset >= 14:
+    else:
+        OPSET.require(g, "a diagonal known only at runtime (ONNX Trilu)", diagonal_)
+    if onnx_ops.has_op(g, "Trilu"):
         k = g.constant(diagonal_, torch.int64) if isinstance(diagonal_, int) else \
             onnx_ops.cast(g, diagonal_, torch.int64)
         k = reshape_to(g, k, []) if k.rank else k
@@ -855,9 +852,8 @@ def _triangle(g, self, diagonal_, lower: bool) -> Value:
         return g.op("Trilu", self, k, upper_i=0 if lower else 1)
     n, m = sh.sizes(self)[-2:]
     if not isinstance(n, int) or not isinstance(m, int):
-        sh.needs_opset(14, "a matrix of dynamic size (ONNX Trilu)", self)
-    if g.opset < 9:
-        sh.needs_opset(9, "ONNX Where", self)
+        OPSET.require(g, "a matrix of dynamic size (ONNX Trilu)", self)
+    OPSET.require(g, "ONNX Where", self)
     ones = torch.ones(n, m, dtype=torch.bool)
     mask = g.constant(torch.tril(ones, diagonal_) if lower else torch.triu(ones, diagonal_))
     if self.dtype == torch.bool:
@@ -921,8 +917,7 @@ def broadcast_tensors(g, tensors):
     static = [sh.static_sizes(v) for v in values]
     if all(s is not None and s == static[0] for s in static):
         return values
-    if g.opset < 8:
-        sh.needs_opset(8, "ONNX Expand")
+    OPSET.require(g, "ONNX Expand")
     if all(s is not None for s in static):
         shape = list(torch.broadcast_shapes(*[tuple(s) for s in static]))
         return [v if static[k] == shape else g.op("Expand", v, g.constant(shape, torch.int64))

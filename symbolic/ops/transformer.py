@@ -18,14 +18,18 @@ from torchscript_onnx.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
-from .operand_types import require_opset, runtime_supports
+from .operand_types import runtime_supports
 
 
 # When an op here needs a higher opset than it is registered at: the condition (the reason its
-# conversion gives sh.needs_opset) -> the lowest opset that converts it (docs/supported_ops.md).
-declare_opset_requirements({
+# conversion states with OPSET.require) -> the lowest opset that converts it (docs/supported_ops.md).
+OPSET = declare_opset_requirements({
     ("aten::scaled_dot_product_attention", "aten::_native_multi_head_attention"): {
         "is_causal=True with a dynamic sequence (ONNX Range)": 11},
+}, unlisted={
+    "enable_gqa (it uses ONNX Expand)": 8,
+    "attention with a boolean or causal mask (it uses ONNX Where)": 9,
+    "the encoder layer's gelu (it uses ONNX Erf)": 9,
 })
 
 
@@ -135,7 +139,7 @@ def causal_mask(g, query: Value, key: Value) -> Value:
     length, source = dims_q[-2], dims_k[-2]
     if isinstance(length, int) and isinstance(source, int):
         return g.constant(torch.ones(length, source, dtype=torch.bool).tril(), torch.bool)
-    require_opset(g, 11, "is_causal=True with a dynamic sequence (ONNX Range)")
+    OPSET.require(g, "is_causal=True with a dynamic sequence (ONNX Range)")
     zero, one = g.constant(0, torch.int64), g.constant(1, torch.int64)
     rows = g.op("Range", zero, onnx_ops.size(g, query, -2), one)
     cols = g.op("Range", zero, onnx_ops.size(g, key, -2), one)
@@ -144,13 +148,13 @@ def causal_mask(g, query: Value, key: Value) -> Value:
 
 def _masked_to_bias(g, allowed: Value, dtype) -> Value:
     """A bool mask (True = attend) as an additive bias: 0 where allowed, -inf elsewhere."""
-    require_opset(g, 9, "attention with a boolean or causal mask (it uses ONNX Where)")
+    OPSET.require(g, "attention with a boolean or causal mask (it uses ONNX Where)")
     return g.op("Where", allowed, g.constant(0.0, dtype), g.constant(float("-inf"), dtype))
 
 
 def _repeat_heads(g, x: Value, groups: int) -> Value:
     """(..., Hkv, S, E) -> (..., Hkv * groups, S, E), each head repeated ``groups`` times in place."""
-    require_opset(g, 8, "enable_gqa (it uses ONNX Expand)")
+    OPSET.require(g, "enable_gqa (it uses ONNX Expand)")
     rank = x.rank
     expanded = onnx_ops.unsqueeze(g, x, [rank - 2])  # (..., Hkv, 1, S, E)
     shape = onnx_ops.shape_of(g, expanded)
@@ -188,7 +192,7 @@ def attention(g, query: Value, key: Value, value: Value, mask: Value | None, sca
         scores = g.op("Add", scores, bias)
     probs = _softmax_last(g, scores)
     out = g.op("MatMul", probs, value)
-    if bias is not None and safe_softmax and g.opset >= 9 and _may_leave_rows_empty(bias):
+    if bias is not None and safe_softmax and onnx_ops.has_op(g, "Where") and _may_leave_rows_empty(bias):
         # torch's sdpa softmax gives 0, not NaN, on rows the mask leaves empty (as ONNX Attention does)
         out = g.op("Where", _empty_rows(g, bias), g.constant(0.0, dtype), out)
     return (out, probs) if need_probs else out
@@ -316,7 +320,7 @@ def _transformer_encoder_layer_fwd(g, src, embed_dim, num_heads, qkv_weight, qkv
     def feed_forward(x):
         hidden = _linear(g, x, ffn_weight_1, ffn_bias_1)
         if use_gelu:
-            require_opset(g, 9, "the encoder layer's gelu (it uses ONNX Erf)")
+            OPSET.require(g, "the encoder layer's gelu (it uses ONNX Erf)")
             half = g.constant(0.5, hidden.dtype)
             erf = g.op("Erf", g.op("Mul", hidden, g.constant(1.0 / math.sqrt(2.0), hidden.dtype)))
             hidden = g.op("Mul", g.op("Mul", hidden, half), g.op("Add", erf, g.constant(1.0, hidden.dtype)))

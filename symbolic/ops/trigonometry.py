@@ -67,7 +67,7 @@ def _exp_pair(g, self, dtype):
 def sinh(g, self):
     """sinh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9 and runtime_supports(g, "Sinh", dtype):
+    if runtime_supports(g, "Sinh", dtype):
         return unary(g, "Sinh", self, dtype)
     _, up, down = _exp_pair(g, self, dtype)  # Sinh arrived in opset 9 (and has no float64 kernel)
     return onnx_ops.cast(g, g.op("Mul", g.op("Sub", up, down), g.constant(0.5, up.dtype)), dtype)
@@ -77,7 +77,7 @@ def sinh(g, self):
 def cosh(g, self):
     """cosh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9 and runtime_supports(g, "Cosh", dtype):
+    if runtime_supports(g, "Cosh", dtype):
         return unary(g, "Cosh", self, dtype)
     _, up, down = _exp_pair(g, self, dtype)
     return onnx_ops.cast(g, g.op("Mul", g.op("Add", up, down), g.constant(0.5, up.dtype)), dtype)
@@ -87,7 +87,7 @@ def cosh(g, self):
 def asinh(g, self):
     """asinh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9 and runtime_supports(g, "Asinh", dtype):
+    if runtime_supports(g, "Asinh", dtype):
         return unary(g, "Asinh", self, dtype)
     # log(x + sqrt(x^2 + 1)), mirrored for negative x to keep precision
     x = as_operand(g, self, native_dtype(g, "Log", dtype))
@@ -103,7 +103,7 @@ def asinh(g, self):
 def acosh(g, self):
     """acosh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9 and runtime_supports(g, "Acosh", dtype):
+    if runtime_supports(g, "Acosh", dtype):
         return unary(g, "Acosh", self, dtype)
     x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log(x + sqrt(x^2 - 1))
     root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), g.constant(1.0, x.dtype)))
@@ -114,7 +114,7 @@ def acosh(g, self):
 def atanh(g, self):
     """atanh(Tensor self) -> Tensor"""
     dtype = float_dtype(g, self)
-    if g.opset >= 9 and runtime_supports(g, "Atanh", dtype):
+    if runtime_supports(g, "Atanh", dtype):
         return unary(g, "Atanh", self, dtype)
     x = as_operand(g, self, native_dtype(g, "Log", dtype))  # log((1 + x) / (1 - x)) / 2
     one = g.constant(1.0, x.dtype)
