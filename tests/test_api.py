@@ -576,7 +576,7 @@ TORCH_ONNX_ALLOWED = {"capture.py": "onnx_export", "errors.py": 'import_module("
 
 
 def test_no_torch_onnx_in_the_exporter():
-    for path in sorted((REPO / "torchscript_onnx").rglob("*.py")) + sorted((REPO / "symbolic").rglob("*.py")):
+    for path in sorted((REPO / "torchscript_onnx").rglob("*.py")):
         text = path.read_text()
         for forbidden in ("_jit_pass_onnx", "_export_onnx", "torchscript_exporter.utils", "symbolic_opset"):
             if forbidden == "symbolic_opset":

@@ -47,7 +47,7 @@ def test_the_builder_imports_only_the_builder(module):
 
 def test_the_symbolics_import_only_the_builder():
     outside = {}
-    for path in sorted((REPO / "symbolic").rglob("*.py")):
+    for path in sorted((PACKAGE / "symbolic").rglob("*.py")):
         extra = (_imports(path) - {"symbolic"}) - BUILDER
         if extra:
             outside[path.relative_to(REPO).as_posix()] = sorted(extra)
@@ -56,4 +56,4 @@ def test_the_symbolics_import_only_the_builder():
 
 def test_the_symbolic_folder_has_no_per_opset_packages():
     # every version of an op lives in symbolic/ops/<topic>.py; symbolic_opsetN.py are facades only
-    assert not [p.name for p in (REPO / "symbolic").iterdir() if p.is_dir() and p.name.startswith("opset")]
+    assert not [p.name for p in (PACKAGE / "symbolic").iterdir() if p.is_dir() and p.name.startswith("opset")]
