@@ -12,7 +12,7 @@ import torch
 
 import torchscript_onnx as tso
 from torchscript_onnx import api, capture
-from torchscript_onnx.options import TrainingMode
+from torchscript_onnx.builder.options import TrainingMode
 
 
 def _x():

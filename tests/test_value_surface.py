@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx.ir import Graph, Value
+from torchscript_onnx.builder.ir import Graph, Value
 from torchscript_onnx.verify import verify
 
 _C = torch._C

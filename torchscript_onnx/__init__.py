@@ -5,10 +5,10 @@ import sys as _sys
 
 from .api import __version__, build, export, export_to_pretty_string
 from .capture import is_in_onnx_export, select_model_mode_for_export
-from .errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
+from .builder.errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOperatorError)
 from .install import install, installed, uninstall
-from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
+from .builder.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
 from .registration import register_custom_op_symbolic, supported_ops, unregister_custom_op_symbolic
 
 __all__ = [

@@ -26,11 +26,11 @@ from . import hf_cache, progress, serialize
 from .artifacts import Artifacts
 from .convert import convert
 from .inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
-from .ir import Graph
+from .builder.ir import Graph
 from .legacy_names import name_folded_weights
 from .optimize import optimize
 from .prepare import prepare
-from .options import (ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning, validate_options,
+from .builder.options import (ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning, validate_options,
                       warn_or_raise)
 from .printer import graph_text
 from .provenance import NodeMetadata, _module_class

@@ -18,8 +18,8 @@ import torch
 from . import capture as capture_mod
 from . import hf_cache
 from .convert import Converter, find_unsupported
-from .errors import ConversionIssue, UnsupportedOp
-from .options import TrainingMode, _enum_member, check_opset
+from .builder.errors import ConversionIssue, UnsupportedOp
+from .builder.options import TrainingMode, _enum_member, check_opset
 from .prepare import prepare
 
 
@@ -135,7 +135,7 @@ def audit(model, args=(), *, opset_version: int | None = None, training: Trainin
     """
     from .api import (OPTION_DEFAULTS, _check_against_graph, _check_args, _check_model,  # noqa: PLC0415
                       _conversion_options)
-    from .options import validate_options
+    from .builder.options import validate_options
     from .symbolic import registry
 
     unknown = sorted(set(options) - set(OPTION_DEFAULTS))

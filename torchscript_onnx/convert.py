@@ -16,15 +16,15 @@ import torch
 from .symbolic import registry
 
 from . import capture as capture_module
-from . import dtypes, jit_walk, onnx_ops
+from .builder import dtypes, jit_walk, onnx_ops
 from .capture import Captured
-from .context import GraphContext
-from .errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
+from .builder.context import GraphContext
+from .builder.errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOp, UnsupportedOperatorError)
-from .ir import Graph, Origin, Value
+from .builder.ir import Graph, Origin, Value
 from .legacy_names import legacy_numbers, number_folds, reader_name
-from .mutation import LIST_MUTATORS, mutated_input, scripted_mutation
-from .options import ExportOptions, OperatorExportTypes, TrainingMode
+from .builder.mutation import LIST_MUTATORS, mutated_input, scripted_mutation
+from .builder.options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
 

@@ -21,8 +21,8 @@ import torch
 
 from . import hf_cache
 from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
-from .errors import CheckerError
-from .options import TrainingMode
+from .builder.errors import CheckerError
+from .builder.options import TrainingMode
 
 
 class VerificationError(AssertionError):

@@ -12,7 +12,7 @@ import torch
 from optimize_helpers import context, op_types, run
 
 from torchscript_onnx import TrainingMode, export
-from torchscript_onnx.lazy import CHUNK_BYTES, LazyTensor
+from torchscript_onnx.builder.lazy import CHUNK_BYTES, LazyTensor
 from torchscript_onnx.optimize.conv_batchnorm import FoldConvBatchNorm
 from torchscript_onnx.verify import verify
 

@@ -167,7 +167,7 @@ def test_custom_domain_never_merges():
 
 
 def test_value_read_by_subgraph_keeps_its_node():
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     g = context()
     x, y = _inputs(g)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from optimize_helpers import context, op_types
 
-from torchscript_onnx.ir import Graph
+from torchscript_onnx.builder.ir import Graph
 from torchscript_onnx.optimize.dead_code import DeadCode
 
 

@@ -46,7 +46,7 @@ def test_identity_of_an_input_that_is_an_output_stays():
 
 
 def test_identity_read_by_a_subgraph_stays():
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     g = context()
     x = g.graph.add_input("x", torch.float32, (2, 3))

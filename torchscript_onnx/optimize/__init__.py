@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..ir import Graph
+from ..builder.ir import Graph
 from .conv_batchnorm import FoldConvBatchNorm
 from .cse import CommonSubexpressions
 from .dead_code import DeadCode

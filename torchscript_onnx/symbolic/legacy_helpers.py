@@ -19,11 +19,11 @@ import warnings
 
 import torch
 
-from torchscript_onnx.context import GraphContext
-from torchscript_onnx.dtypes import JitScalarType, TensorProtoDataType
-from torchscript_onnx.errors import OnnxExporterWarning, SymbolicValueError, needs_opset
-from torchscript_onnx.ir import Value
-from torchscript_onnx.options import TrainingMode
+from torchscript_onnx.builder.context import GraphContext
+from torchscript_onnx.builder.dtypes import JitScalarType, TensorProtoDataType
+from torchscript_onnx.builder.errors import OnnxExporterWarning, SymbolicValueError, needs_opset
+from torchscript_onnx.builder.ir import Value
+from torchscript_onnx.builder.options import TrainingMode
 
 from . import symbolic_helper as sh
 

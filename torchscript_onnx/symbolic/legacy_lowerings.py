@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
-from torchscript_onnx.dtypes import JitScalarType, TensorProtoDataType
-from torchscript_onnx.errors import SymbolicValueError, needs_opset
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder.dtypes import JitScalarType, TensorProtoDataType
+from torchscript_onnx.builder.errors import SymbolicValueError, needs_opset
+from torchscript_onnx.builder.ir import Value
 
 from . import registry
 from . import symbolic_helper as sh

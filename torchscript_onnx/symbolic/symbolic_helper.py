@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import torch
 
-from torchscript_onnx.errors import SymbolicValueError, needs_opset  # noqa: F401 - needs_opset: sh.needs_opset
-from torchscript_onnx.ir import UNKNOWN, Value
+from torchscript_onnx.builder.errors import SymbolicValueError, needs_opset  # noqa: F401 - needs_opset: sh.needs_opset
+from torchscript_onnx.builder.ir import UNKNOWN, Value
 
 # ---------------------------------------------------------------------------------------------
 # Reading values

@@ -6,7 +6,7 @@ converts the call, in both modes."""
 
 from __future__ import annotations
 
-from torchscript_onnx.errors import FunctionWithoutSymbolicError
+from torchscript_onnx.builder.errors import FunctionWithoutSymbolicError
 
 from ..registry import symbolic
 

@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from torchscript_onnx import onnx_ops
+from torchscript_onnx.builder import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic
@@ -220,7 +220,7 @@ def _logical_dim(value, dim) -> int:
 def _as_real_op(g, name: str, self, dim: int, *args):
     """The real conversion of ``name`` at this opset with the dim normalised: the (real, imag)
     pair rides along as a last dim the op does not touch."""
-    from torchscript_onnx.ir import Value
+    from torchscript_onnx.builder.ir import Value
 
     from .. import registry
 

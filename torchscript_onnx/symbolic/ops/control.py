@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
-from torchscript_onnx.ir import Value
-from torchscript_onnx.mutation import inside, mutated_outside
+from torchscript_onnx.builder import onnx_ops
+from torchscript_onnx.builder.ir import Value
+from torchscript_onnx.builder.mutation import inside, mutated_outside
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
@@ -48,7 +48,7 @@ def number_dtype(jit_type) -> torch.dtype | None:
         if isinstance(jit_type, kind):
             return dtype
     if isinstance(jit_type, torch._C.TensorType) and jit_type.scalarType():
-        from torchscript_onnx.dtypes import SCALAR_NAME_TO_TORCH
+        from torchscript_onnx.builder.dtypes import SCALAR_NAME_TO_TORCH
 
         return SCALAR_NAME_TO_TORCH.get(jit_type.scalarType())
     return None
@@ -69,7 +69,7 @@ def to_sequence(g, value: Value, jit_type=None, min_opset: int = 11) -> Value:
     elem_type = jit_type.getElementType() if isinstance(jit_type, torch._C.ListType) else None
     dtype = number_dtype(elem_type) if elem_type is not None else None
     if not items:
-        from torchscript_onnx import dtypes
+        from torchscript_onnx.builder import dtypes
 
         out = g.op("SequenceEmpty", dtype_i=dtypes.to_onnx(dtype or torch.float32))
         out.dtype, out.shape = dtype, None
@@ -91,7 +91,7 @@ def set_sequence_dtype(value: Value, dtype: torch.dtype | None) -> None:
     value.dtype = dtype
     node = value.producer
     if node is not None and node.op_type == "SequenceEmpty":
-        from torchscript_onnx import dtypes
+        from torchscript_onnx.builder import dtypes
 
         node.attrs["dtype"] = ("i", dtypes.to_onnx(dtype))
 

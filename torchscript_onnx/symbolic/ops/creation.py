@@ -14,9 +14,9 @@ import warnings
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
-from torchscript_onnx.folding import MAX_FOLDED_ELEMENTS
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder.folding import MAX_FOLDED_ELEMENTS
+from torchscript_onnx.builder.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
-from torchscript_onnx.ir import Graph, Value
+from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder.ir import Graph, Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder import onnx_ops
+from torchscript_onnx.builder.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

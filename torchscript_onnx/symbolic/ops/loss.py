@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
+from torchscript_onnx.builder import onnx_ops
 
 from .. import registry
 from .. import symbolic_helper as sh

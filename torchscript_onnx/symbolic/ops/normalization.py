@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
+from torchscript_onnx.builder import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

@@ -14,8 +14,8 @@ import math
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import onnx_ops
-from torchscript_onnx.ir import Value
-from torchscript_onnx.lazy import LazyTensor
+from torchscript_onnx.builder import onnx_ops
+from torchscript_onnx.builder.ir import Value
+from torchscript_onnx.builder.lazy import LazyTensor
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
@@ -201,7 +201,7 @@ def _projected_scan(g, x: Value, alive: Value | None, start: list[Value], w_ih: 
                     bias: Value | None, w_hr: Value, reverse: bool):
     """One direction of a projected LSTM layer: (outputs (seq, batch, proj), h_T, c_T). With
     ``alive`` (packed sequences), steps past a sequence's end keep its state and output zeros."""
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     hidden, proj = w_hr.shape[1], w_hr.shape[0]
     body = Graph(parent=g.graph)

@@ -4,7 +4,7 @@ type the target opset has, as in math.py."""
 
 from __future__ import annotations
 
-from torchscript_onnx import onnx_ops
+from torchscript_onnx.builder import onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
+from torchscript_onnx.builder import dtypes, onnx_ops
 
 from .. import symbolic_helper as sh
 from ..registry import symbolic

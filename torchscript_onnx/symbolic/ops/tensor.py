@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import dtypes, onnx_ops
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder.ir import Value
 
 from .. import symbolic_helper as sh
 from ..registry import declare_opset_requirements, symbolic
@@ -210,7 +210,7 @@ def squeeze(g, self, dim=None):
 def _squeeze_if_one(g, x: Value, axis) -> Value:
     """``x`` without dim ``axis`` (an int, or a 0-d int64 runtime value from opset 13) when its
     runtime size is 1, else ``x``: an If with two branches."""
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     index = g.constant(axis, torch.int64) if isinstance(axis, int) else axis
     size = g.op("Gather", g.op("Shape", x), index, axis_i=0)

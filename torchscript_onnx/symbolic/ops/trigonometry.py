@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from torchscript_onnx import dtypes, onnx_ops
+from torchscript_onnx.builder import dtypes, onnx_ops
 
 from ..registry import symbolic
 from .math import _float_unary, compare, unary, where
