@@ -19,7 +19,7 @@ import torch
 
 import torchscript_onnx as tso
 from bench import decoders
-from torchscript_onnx import pages, serialize
+from torchscript_onnx.pipeline import pages, serialize
 from torchscript_onnx.builder.lazy import LazyTensor
 
 safetensors_torch = pytest.importorskip("safetensors.torch")

@@ -1,4 +1,4 @@
-"""The torch._C.Value / Node / Type surface a symbolic sees on our values (torchscript_onnx/compat.py).
+"""The torch._C.Value / Node / Type surface a symbolic sees on our values (torchscript_onnx/builder/compat.py).
 
 Custom symbolics written for the legacy exporter, and torch's own legacy symbolic functions that they
 call (SEW-D's ``XSoftmax.symbolic`` calls ``torch.onnx.symbolic_opset9.softmax``), treat our values as

@@ -4,7 +4,7 @@ the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX 
 import sys as _sys
 
 from .api import __version__, build, export, export_to_pretty_string
-from .capture import is_in_onnx_export, select_model_mode_for_export
+from .pipeline.capture import is_in_onnx_export, select_model_mode_for_export
 from .builder.errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOperatorError)
 from .install import install, installed, uninstall

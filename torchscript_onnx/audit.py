@@ -15,12 +15,12 @@ import dataclasses
 
 import torch
 
-from . import capture as capture_mod
-from . import hf_cache
-from .convert import Converter, find_unsupported
+from .pipeline import capture as capture_mod
+from .pipeline import hf_cache
+from .pipeline.convert import Converter, find_unsupported
 from .builder.errors import ConversionIssue, UnsupportedOp
 from .builder.options import TrainingMode, _enum_member, check_opset
-from .prepare import prepare
+from .pipeline.prepare import prepare
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ import torch
 
 from . import api
 from .audit import unconvertible_ops
-from .capture import is_in_onnx_export, select_model_mode_for_export
+from .pipeline.capture import is_in_onnx_export, select_model_mode_for_export
 from .registration import register_custom_op_symbolic, unregister_custom_op_symbolic
 
 __all__ = [

@@ -19,8 +19,8 @@ import numpy as np
 import onnx
 import torch
 
-from . import hf_cache
-from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
+from .pipeline import hf_cache
+from .pipeline.capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
 from .builder.errors import CheckerError
 from .builder.options import TrainingMode
 

@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from torchscript_onnx import serialize
+from torchscript_onnx.pipeline import serialize
 from torchscript_onnx.builder.context import GraphContext
 from torchscript_onnx.builder.ir import Graph
 from torchscript_onnx.builder.options import ExportOptions

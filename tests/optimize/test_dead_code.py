@@ -6,7 +6,7 @@ import torch
 from optimize_helpers import context, op_types
 
 from torchscript_onnx.builder.ir import Graph
-from torchscript_onnx.optimize.dead_code import DeadCode
+from torchscript_onnx.pipeline.optimize.dead_code import DeadCode
 
 
 def test_unread_nodes_and_initializers_go():

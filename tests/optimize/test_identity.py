@@ -6,8 +6,8 @@ import numpy as np
 import torch
 from optimize_helpers import context, op_types, run
 
-from torchscript_onnx.optimize.dead_code import DeadCode
-from torchscript_onnx.optimize.identity import RemoveIdentity
+from torchscript_onnx.pipeline.optimize.dead_code import DeadCode
+from torchscript_onnx.pipeline.optimize.identity import RemoveIdentity
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 

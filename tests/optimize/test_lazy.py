@@ -6,9 +6,9 @@ import pytest
 import torch
 from optimize_helpers import context, model_bytes
 
-from torchscript_onnx import serialize
+from torchscript_onnx.pipeline import serialize
 from torchscript_onnx.builder.lazy import LazyTensor
-from torchscript_onnx.printer import graph_text
+from torchscript_onnx.pipeline.printer import graph_text
 
 
 def _scaled(sources, start, stop, factor):

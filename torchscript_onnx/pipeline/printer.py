@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .builder.ir import Graph, Value
+from ..builder.ir import Graph, Value
 
 
 def _value(value: Value | None) -> str:

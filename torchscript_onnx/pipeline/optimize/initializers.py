@@ -29,8 +29,8 @@ import re
 import numpy as np
 import torch
 
-from ..builder.ir import UNKNOWN, Graph, Value
-from ..builder.lazy import LazyTensor
+from ...builder.ir import UNKNOWN, Graph, Value
+from ...builder.lazy import LazyTensor
 from ..serialize import tensor_bytes
 from .subgraphs import subgraph_references
 

@@ -23,7 +23,7 @@ import torch
 from onnx import helper
 
 from . import serialize
-from .builder.ir import Graph, Node
+from ..builder.ir import Graph, Node
 from .optimize.subgraphs import subgraph_references
 
 _SCALARS = (bool, int, float, str)

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import torch
 
-from ..builder import shapes
-from ..builder.ir import Graph, Node, Value
+from ...builder import shapes
+from ...builder.ir import Graph, Node, Value
 from .subgraphs import subgraph_references
 
 # onnx.TensorProto.FLOAT: the stash type every fused RMSNormalization computes in

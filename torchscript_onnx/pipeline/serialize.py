@@ -35,10 +35,10 @@ import onnx
 import torch
 from onnx import helper
 
-from .builder import dtypes
+from ..builder import dtypes
 from . import pages, progress
-from .builder.ir import Graph, Value
-from .builder.lazy import LazyTensor
+from ..builder.ir import Graph, Value
+from ..builder.lazy import LazyTensor
 
 PRODUCER_NAME = "torchscript-onnx"
 # The lowest IR version that knows each opset (onnx.helper.VERSION_TABLE); onnxruntime accepts it.

@@ -19,7 +19,7 @@ import struct
 
 import torch
 
-from ..builder.ir import Graph, Node
+from ...builder.ir import Graph, Node
 from ..serialize import tensor_bytes
 from .subgraphs import bodies, has_subgraph, subgraph_references
 

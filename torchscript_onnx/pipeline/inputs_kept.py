@@ -16,7 +16,7 @@ import dataclasses
 
 import torch
 
-from .builder.ir import Graph
+from ..builder.ir import Graph
 from .optimize.subgraphs import subgraph_references
 
 # (op, input position) pairs that legacy always reads at runtime, with the ONNX op that reads it

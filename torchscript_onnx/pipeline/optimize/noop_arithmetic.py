@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..builder.ir import Graph, Node, Value
+from ...builder.ir import Graph, Node, Value
 from .bypass import bypass
 
 # op type -> (neutral element, the operand positions it may take, integers only)

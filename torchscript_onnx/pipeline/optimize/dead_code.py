@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..builder.ir import Graph
+from ...builder.ir import Graph
 from .subgraphs import bodies, subgraph_references
 
 # Ops kept even when their outputs are unused (none today; random ops are pure in ONNX).

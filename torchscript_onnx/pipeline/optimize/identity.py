@@ -7,7 +7,7 @@ there), otherwise the input value takes the output's name.
 
 from __future__ import annotations
 
-from ..builder.ir import Graph, Node
+from ...builder.ir import Graph, Node
 from .subgraphs import subgraph_references
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from ..builder.ir import Graph, Node, Value
-from ..builder.shapes import slice_range
+from ...builder.ir import Graph, Node, Value
+from ...builder.shapes import slice_range
 
 # Split's sizes move from an attribute to an input at 13; 18 adds num_outputs (equal pieces).
 SPLIT_INPUT_OPSET = 13

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..builder.mutation import iter_nodes
+from ...builder.mutation import iter_nodes
 
 
 def inline_autograd_functions(graph: torch._C.Graph) -> None:

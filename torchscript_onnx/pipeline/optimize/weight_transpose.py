@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from ..builder.ir import Graph, Node
-from ..builder.lazy import LazyTensor
+from ...builder.ir import Graph, Node
+from ...builder.lazy import LazyTensor
 from .subgraphs import subgraph_references
 
 

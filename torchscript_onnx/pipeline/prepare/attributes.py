@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import torch
 
-from ..builder import jit_walk
+from ...builder import jit_walk
 
 Key = tuple  # the attribute names from ``self``: ("conv", "bias")
 

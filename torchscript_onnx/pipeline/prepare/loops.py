@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..builder import jit_walk
+from ...builder import jit_walk
 
 # Unroll no longer loops than this: library code builds dim lists no longer than a tensor's rank.
 MAX_UNROLLED_TRIPS = 64

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 
 from . import hf_cache
-from .builder.heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
-from .builder.options import TrainingMode
+from ..builder.heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
+from ..builder.options import TrainingMode
 from .pages import read_ahead_while_tracing
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants
 from .prepare.autograd import inline_autograd_functions
@@ -62,7 +62,7 @@ def select_model_mode_for_export(model, mode) -> Iterator[None]:
     ``mode`` is a ``TrainingMode`` (ours or torch's member of the same name). PRESERVE leaves
     the flags as they are.
     """
-    from .builder.options import _enum_member
+    from ..builder.options import _enum_member
 
     mode = _enum_member(mode, TrainingMode, "mode")
     # A frozen ScriptModule (torch.jit.freeze) has no training flag left: like legacy, leave it be.

@@ -13,18 +13,18 @@ import re
 
 import torch
 
-from .symbolic import registry
+from ..symbolic import registry
 
 from . import capture as capture_module
-from .builder import dtypes, jit_walk, onnx_ops
+from ..builder import dtypes, jit_walk, onnx_ops
 from .capture import Captured
-from .builder.context import GraphContext
-from .builder.errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
+from ..builder.context import GraphContext
+from ..builder.errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOp, UnsupportedOperatorError)
-from .builder.ir import Graph, Origin, Value
+from ..builder.ir import Graph, Origin, Value
 from .legacy_names import legacy_numbers, number_folds, reader_name
-from .builder.mutation import LIST_MUTATORS, mutated_input, scripted_mutation
-from .builder.options import ExportOptions, OperatorExportTypes, TrainingMode
+from ..builder.mutation import LIST_MUTATORS, mutated_input, scripted_mutation
+from ..builder.options import ExportOptions, OperatorExportTypes, TrainingMode
 
 _SCOPE_ATOM = re.compile(r"::([^/]*)")
 
@@ -201,7 +201,7 @@ class Converter:
         # carry the same one (DenseNet-121: 3,373 nodes, 21 distinct texts, 6.6 MB of copies).
         self._texts: dict[str, str] = {}
         self._scripted_scopes = captured.scopes if captured.scripted else None
-        from .symbolic.ops import prim  # noqa: PLC0415 - the symbolics import this package
+        from ..symbolic.ops import prim  # noqa: PLC0415 - the symbolics import this package
 
         self._plumbing = (prim.prim_constant, prim.prim_list_construct)
         self.ctx = GraphContext(
@@ -278,7 +278,7 @@ class Converter:
         (its integer values), ``<name>_scale`` (0-d double) and ``<name>_zero_point`` (0-d int64),
         named after its TorchScript name; ``input_names`` and ``dynamic_axes`` name them as they
         name any graph input, by position and by name."""
-        from .symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
+        from ..symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
 
         names, axes, first = self.options.input_names, self.options.dynamic_axes, len(self.graph.inputs)
         base = jit_value.debugName()
@@ -503,7 +503,7 @@ class Converter:
     def requantize(self, node: torch._C.Node, result: Value) -> Value:
         """An aten op on quantized tensors (its traced output type is quantized): its float result
         quantized as torch quantizes it (``quantized.requantize``)."""
-        from .symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
+        from ..symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
 
         dtype = _jit_tensor_info(node.outputsAt(0))[0]
         if dtype is None and self.captured.scripted and node.inputsSize():  # untyped: known by its input
@@ -682,7 +682,7 @@ class Converter:
     def quantized_output(self, value: Value, debug_name: str) -> list[tuple[Value, str]]:
         """A quantized tensor output as legacy lays it out: its integer values, its scale (float)
         and its zero point (of the values' type)."""
-        from .symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
+        from ..symbolic.ops import quantized  # noqa: PLC0415 - the symbolics import this package
 
         self.ctx.scope, self.ctx.source, self.ctx.origin = "", "", None
         values, scale, zero_point = quantized.graph_output(self.ctx, self.ctx.materialize(value))

@@ -23,7 +23,7 @@ the numbers differ and so do those names; the names keep legacy's form.
 
 from __future__ import annotations
 
-from .builder.ir import Graph, Node, Value
+from ..builder.ir import Graph, Node, Value
 
 # The ops legacy's constant folding evaluates (torch/csrc/jit/passes/onnx/constant_fold.cpp),
 # with the conditions it checks that our nodes can miss.

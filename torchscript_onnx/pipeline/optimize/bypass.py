@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..builder.ir import Graph, Node, Value
+from ...builder.ir import Graph, Node, Value
 from .subgraphs import subgraph_references
 
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import torch
 
-from ..builder import jit_walk
-from ..builder.errors import SymbolicValueError
-from ..builder.mutation import inside, mutated_outside
+from ...builder import jit_walk
+from ...builder.errors import SymbolicValueError
+from ...builder.mutation import inside, mutated_outside
 
 # view op -> how the new value of the view goes back into its parent
 _RESHAPE_BACK = {"aten::view", "aten::reshape", "aten::unsqueeze", "aten::squeeze", "aten::flatten",

@@ -22,8 +22,8 @@ import re
 
 import torch
 
-from ..builder.ir import Graph, Node, Value
-from ..builder.lazy import LazyTensor
+from ...builder.ir import Graph, Node, Value
+from ...builder.lazy import LazyTensor
 from .subgraphs import subgraph_references
 
 CONV_OPS = ("Conv", "ConvTranspose")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from ..builder import jit_walk
-from ..builder.mutation import LIST_MUTATORS, iter_nodes, mutated_input
+from ...builder import jit_walk
+from ...builder.mutation import LIST_MUTATORS, iter_nodes, mutated_input
 from ..scopes import scope_atom
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ..builder.ir import Graph, Node
+from ...builder.ir import Graph, Node
 from .bypass import bypass
 
 

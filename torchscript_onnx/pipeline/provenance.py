@@ -26,7 +26,7 @@ import onnx
 import torch
 
 from .scopes import scope_atom
-from .builder.ir import Node, Origin
+from ..builder.ir import Node, Origin
 
 NAMESPACE = "namespace"
 CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import onnx
 
-from ..builder.ir import Graph
+from ...builder.ir import Graph
 
 GRAPH_ATTRIBUTE_KINDS = ("g", "gs")
 

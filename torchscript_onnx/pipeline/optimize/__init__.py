@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..builder.ir import Graph
+from ...builder.ir import Graph
 from .conv_batchnorm import FoldConvBatchNorm
 from .cse import CommonSubexpressions
 from .dead_code import DeadCode
@@ -22,7 +22,7 @@ from .noop_reshape import RemoveNoopReshape
 from .slice_split import SlicesToSplit
 from .weight_transpose import FoldWeightTranspose
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("torchscript_onnx.optimize")  # the name docs/user_guide.md gives users
 
 
 # The first opset with Attention, RMSNormalization and RotaryEmbedding
