@@ -105,3 +105,27 @@ def test_the_package_holds_no_symlinks():
 def test_the_symbolic_folder_has_no_per_opset_packages():
     # every version of an op lives in symbolic/ops/<topic>.py; symbolic_opsetN.py are facades only
     assert not [p.name for p in (PACKAGE / "symbolic").iterdir() if p.is_dir() and p.name.startswith("opset")]
+
+
+@pytest.mark.parametrize("statement", [
+    "from torchscript_onnx.errors import OnnxExporterError, ConversionIssue",
+    "import torchscript_onnx.errors; torchscript_onnx.errors.OnnxExporterWarning",
+    "from torchscript_onnx.verify import check, run_onnxruntime",
+    "from torchscript_onnx.symbolic_helper import parse_args, _get_tensor_rank",
+    "from torchscript_onnx import symbolic_opset9, symbolic_opset18, utils",
+    "import torchscript_onnx.utils; torchscript_onnx.utils.unconvertible_ops",
+    "from torchscript_onnx.api import build",
+])
+def test_the_import_paths_programs_use_keep_working(statement):
+    # the modules behind them moved into the layers' folders; these paths are the ones users and
+    # programs written for the legacy exporter name (docs/migration.md, docs/user_guide.md)
+    exec(statement, {})
+
+
+def test_an_old_path_is_the_moved_module_itself():
+    import torchscript_onnx
+    from torchscript_onnx.builder import errors
+    from torchscript_onnx.symbolic import symbolic_opset9
+
+    assert torchscript_onnx.errors is errors
+    assert torchscript_onnx.symbolic_opset9 is symbolic_opset9

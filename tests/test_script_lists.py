@@ -122,7 +122,7 @@ def test_runtime_sizes(name, opset):
     names = [f"in{k}" for k in range(len(args))]
     dynamic = {n: list(range(a.dim())) for n, a in zip(names, args)}
     if opset < min_opset:
-        with pytest.raises(torchscript_onnx.OnnxExporterError, match=f"opset {min_opset}"):
+        with pytest.raises(torchscript_onnx.errors.OnnxExporterError, match=f"opset {min_opset}"):
             torchscript_onnx.build(torch.jit.script(model_class()), args, opset_version=opset, input_names=names,
                                    dynamic_axes=dynamic)
         return
@@ -168,7 +168,7 @@ def test_interpolate_to_a_size(name, opset):
 @pytest.mark.parametrize("mode", ("bilinear", "nearest"))
 def test_interpolate_to_a_runtime_size_at_opset_10_needs_opset_11(mode):
     model = torch.jit.script(InterpolateToSize(mode, 9))
-    with pytest.raises(torchscript_onnx.OnnxExporterError, match="opset 11"):
+    with pytest.raises(torchscript_onnx.errors.OnnxExporterError, match="opset 11"):
         torchscript_onnx.build(model, (torch.randn(1, 2, 4, 6),), opset_version=10)
 
 
@@ -273,7 +273,7 @@ def test_list_argument_is_a_sequence_input(name, opset):
 
 
 def test_list_argument_needs_sequences():
-    with pytest.raises(torchscript_onnx.OnnxExporterError, match="opset 11"):
+    with pytest.raises(torchscript_onnx.errors.OnnxExporterError, match="opset 11"):
         torchscript_onnx.build(torch.jit.script(PadByList()), (torch.randn(1, 2, 3), [1, 1]), opset_version=10)
 
 

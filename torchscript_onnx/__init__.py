@@ -28,6 +28,13 @@ from .verification import VerificationError, VerificationReport, verify  # noqa:
 # check``): the import system finds it in sys.modules and leaves the package's ``verify`` alone.
 _sys.modules[__name__ + ".verify"] = _verification
 
+from .builder import errors  # noqa: E402
+
+# ``torchscript_onnx.errors``, like ``torch.onnx.errors``, is where programs look for the exception
+# classes (``from torchscript_onnx.errors import OnnxExporterError``, ``tso.errors.OnnxExporterWarning``);
+# the module lives in the builder now and is found under its old name the same way.
+_sys.modules[__name__ + ".errors"] = errors
+
 __all__ += ["AuditReport", "audit", "unconvertible_ops", "VerificationError", "VerificationReport", "verify"]
 
 
