@@ -129,3 +129,13 @@ def test_an_old_path_is_the_moved_module_itself():
 
     assert torchscript_onnx.errors is errors
     assert torchscript_onnx.symbolic_opset9 is symbolic_opset9
+
+
+def test_code_that_finds_the_package_by_its_own_file_finds_the_whole_package():
+    # provenance tells the exporter's frames from the model's by the package's folder, wherever in
+    # it the frame is (api.py at the top, pipeline/capture.py below); options' warnings point past it
+    import os
+
+    from torchscript_onnx.pipeline import provenance
+
+    assert str(PACKAGE) + os.sep in provenance._EXPORTER_DIRS

@@ -67,7 +67,7 @@ def warn_or_raise(message: str, strict: bool) -> None:
 
 def _caller_stacklevel() -> int:
     """The stacklevel of the first frame outside this package: the warning points at the user's call."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # torchscript_onnx/, above builder/
     frame, level = sys._getframe(1), 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1

@@ -39,7 +39,8 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 # frames of torch's call machinery, not of a forward: left out of stack traces, as dynamo does
 _CALL_MACHINERY = (os.path.join(_TORCH_DIR, "nn", "modules", "module.py"),)
 # from these frames on, the stack is the exporter's and torch's tracer, not the model's
-_EXPORTER_DIRS = (os.path.join(_TORCH_DIR, "jit") + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # torchscript_onnx/, above pipeline/
+_EXPORTER_DIRS = (os.path.join(_TORCH_DIR, "jit") + os.sep, _PACKAGE_DIR + os.sep)
 _MANGLE = re.compile(r"\.___torch_mangle_\d+")
 
 
