@@ -236,7 +236,7 @@ OUR_PHASES = [
     ("torchscript_onnx.api", "convert", "convert"),
     ("torchscript_onnx.api", "optimize", "optimize"),
     ("torchscript_onnx.api", "_model_proto", "serialize"),
-    ("torchscript_onnx.serialize", "save", "write"),
+    ("torchscript_onnx.pipeline.serialize", "save", "write"),
 ]
 
 

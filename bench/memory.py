@@ -66,7 +66,7 @@ def _forward(model, args) -> None:
     """One forward pass without autograd, with args as the exporters take them."""
     import torch
 
-    from torchscript_onnx.capture import call_model, normalize_args
+    from torchscript_onnx.pipeline.capture import call_model, normalize_args
 
     with torch.no_grad():
         outputs = call_model(model, normalize_args(model, args, None))
@@ -106,7 +106,7 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
     import onnx  # noqa: F401
     import torch.onnx  # noqa: F401
     import torchscript_onnx  # noqa: F401
-    from torchscript_onnx.capture import release_free_memory
+    from torchscript_onnx.pipeline.capture import release_free_memory
 
     with tempfile.TemporaryDirectory() as tmp:
         if warmup:

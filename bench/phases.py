@@ -29,15 +29,15 @@ if __package__ in (None, ""):
 from bench import models  # noqa: E402
 
 PHASES = [  # (module, function, label)
-    ("torchscript_onnx.capture", "_capture_trace", "trace"),
-    ("torchscript_onnx.capture", "inline_autograd_functions", "inline_autograd"),  # as capture imports it
+    ("torchscript_onnx.pipeline.capture", "_capture_trace", "trace"),
+    ("torchscript_onnx.pipeline.capture", "inline_autograd_functions", "inline_autograd"),  # as capture imports it
     ("torchscript_onnx.api", "capture_mod.capture", "capture"),
-    ("torchscript_onnx.prepare", "remove_inplace_views", "prepare_inplace"),  # as prepare() finds it
+    ("torchscript_onnx.pipeline.prepare", "remove_inplace_views", "prepare_inplace"),  # as prepare() finds it
     ("torchscript_onnx.api", "prepare", "prepare"),
     ("torchscript_onnx.api", "convert", "convert"),
     ("torchscript_onnx.api", "optimize", "optimize"),
     ("torchscript_onnx.api", "_model_proto", "model_proto"),
-    ("torchscript_onnx.serialize", "write_model", "write"),
+    ("torchscript_onnx.pipeline.serialize", "write_model", "write"),
 ]
 
 

@@ -44,7 +44,7 @@ def _check(path: str, model, sizes, entry) -> tuple[str, float]:
     """'ok' and the max abs diff over all sizes, or what went wrong at which size."""
     import onnxruntime
 
-    from torchscript_onnx.capture import call_model, normalize_args
+    from torchscript_onnx.pipeline.capture import call_model, normalize_args
     from torchscript_onnx.verify import flatten_inputs, flatten_outputs
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -109,7 +109,7 @@ def bench_entry(entry, opset: int, repeat: int, tmp: str) -> dict:
     for exporter in ("legacy", "ours"):
         row[exporter] = _run(exporter, entry, model, args, opset, repeat, tmp)
     if "multiple values" in row["legacy"]["result"]:
-        from torchscript_onnx.capture import normalize_args
+        from torchscript_onnx.pipeline.capture import normalize_args
         from torchscript_onnx.verify import flatten_inputs
 
         flat = flatten_inputs(normalize_args(model, args, None))

@@ -25,7 +25,7 @@ import torch
 
 from tests.optable import Case, Fn
 from torchscript_onnx import SymbolicValueError, UnsupportedOperatorError, audit, export, unconvertible_ops
-from torchscript_onnx.errors import OpsetRequirementError
+from torchscript_onnx.builder.errors import OpsetRequirementError
 
 
 @dataclasses.dataclass

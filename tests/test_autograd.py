@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder.ir import Value
 from torchscript_onnx.verify import verify
 
 SEEN: dict = {}

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import api, capture
-from torchscript_onnx.options import TrainingMode
+from torchscript_onnx import api
+from torchscript_onnx.pipeline import capture
+from torchscript_onnx.builder.options import TrainingMode
 
 
 def _x():

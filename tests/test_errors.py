@@ -259,7 +259,7 @@ def test_failed_export_writes_nothing_to_a_stream():
 
 
 def test_write_failing_midway_keeps_the_existing_file(tmp_path, monkeypatch):
-    from torchscript_onnx import serialize
+    from torchscript_onnx.pipeline import serialize
 
     target = tmp_path / "model.onnx"
     target.write_bytes(b"previous bytes")
@@ -331,7 +331,7 @@ def test_unexpected_exception_in_a_symbolic_becomes_symbolic_value_error():
 
 
 def test_source_of_prefers_the_innermost_frame_outside_torch():
-    from torchscript_onnx.convert import source_of
+    from torchscript_onnx.pipeline.convert import source_of
 
     torch_dir = os.path.dirname(torch.__file__)
 
@@ -430,7 +430,7 @@ def test_every_error_is_an_onnx_exporter_error_and_what_it_was(name, builtin):
 
 def test_the_old_homes_of_moved_errors_still_import():
     from torchscript_onnx import errors
-    from torchscript_onnx.hf_cache import UnflattenableCacheError
+    from torchscript_onnx.pipeline.hf_cache import UnflattenableCacheError
     from torchscript_onnx.verification import VerificationError
 
     assert (VerificationError, UnflattenableCacheError) == (errors.VerificationError, errors.UnflattenableCacheError)

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import serialize
-from torchscript_onnx.lazy import LazyTensor
+from torchscript_onnx.pipeline import serialize
+from torchscript_onnx.builder.lazy import LazyTensor
 
 SMALL_LIMIT = 4096  # stands in for 2 GiB: every model below is larger
 

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 import torchscript_onnx as tso
-from torchscript_onnx.hf_cache import UnflattenableCacheError
+from torchscript_onnx.pipeline.hf_cache import UnflattenableCacheError
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 

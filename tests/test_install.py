@@ -21,7 +21,7 @@ import torch
 
 import torchscript_onnx as tso
 from torch_without_legacy import legacy_exporter_removed
-from torchscript_onnx.serialize import PRODUCER_NAME
+from torchscript_onnx.pipeline.serialize import PRODUCER_NAME
 from torchscript_onnx.symbolic import symbolic_helper as our_helper
 
 PROGRAM = pathlib.Path(__file__).parent / "programs" / "written_for_torch_2_0.py"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx import jit_walk
-from torchscript_onnx.mutation import iter_nodes
+from torchscript_onnx.builder import jit_walk
+from torchscript_onnx.builder.mutation import iter_nodes
 
 
 def _naive(block) -> list:

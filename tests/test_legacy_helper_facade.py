@@ -23,8 +23,8 @@ import torch
 
 import torchscript_onnx as tso
 from torchscript_onnx import symbolic_helper as top_level
-from torchscript_onnx.dtypes import JitScalarType
-from torchscript_onnx.ir import Value
+from torchscript_onnx.builder.dtypes import JitScalarType
+from torchscript_onnx.builder.ir import Value
 from torchscript_onnx.symbolic import symbolic_helper as sh
 
 # The legacy exporter's symbolic_helper.__all__ (torch 2.13).
@@ -335,9 +335,9 @@ def test_interpolate_warning_names_the_opset():
 
 
 def _g(opset=13):
-    from torchscript_onnx.context import GraphContext
-    from torchscript_onnx.ir import Graph
-    from torchscript_onnx.options import ExportOptions
+    from torchscript_onnx.builder.context import GraphContext
+    from torchscript_onnx.builder.ir import Graph
+    from torchscript_onnx.builder.options import ExportOptions
 
     return GraphContext(Graph(), opset, ExportOptions(opset_version=opset))
 

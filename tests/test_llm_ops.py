@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchscript_onnx import export
-from torchscript_onnx.optimize import passes
+from torchscript_onnx.pipeline.optimize import passes
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

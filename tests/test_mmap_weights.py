@@ -19,8 +19,8 @@ import torch
 
 import torchscript_onnx as tso
 from bench import decoders
-from torchscript_onnx import pages, serialize
-from torchscript_onnx.lazy import LazyTensor
+from torchscript_onnx.pipeline import pages, serialize
+from torchscript_onnx.builder.lazy import LazyTensor
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps and status")

@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from tests.optable import Case, Fn, run_case
-from torchscript_onnx import SymbolicValueError, audit, export, onnx_ops, register_custom_op_symbolic, \
-    unregister_custom_op_symbolic
-from torchscript_onnx.errors import ConversionIssue, OpsetRequirementError
+from torchscript_onnx import SymbolicValueError, audit, export, register_custom_op_symbolic, unregister_custom_op_symbolic
+from torchscript_onnx.builder import onnx_ops
+from torchscript_onnx.builder.errors import ConversionIssue, OpsetRequirementError
 from torchscript_onnx.symbolic import registry
 from torchscript_onnx.symbolic import symbolic_helper as sh
 

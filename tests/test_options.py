@@ -15,7 +15,7 @@ import torch
 
 import torchscript_onnx as tso
 from torchscript_onnx import api
-from torchscript_onnx.options import OPTION_NAMES, ExportOptions, OperatorExportTypes, TrainingMode
+from torchscript_onnx.builder.options import OPTION_NAMES, ExportOptions, OperatorExportTypes, TrainingMode
 from torchscript_onnx.utils import LEGACY_POSITIONAL_OPTIONS
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from bench import zoo
-from torchscript_onnx import serialize
+from torchscript_onnx.pipeline import serialize
 from torchscript_onnx.api import build
 from torchscript_onnx.verify import run_onnxruntime
 

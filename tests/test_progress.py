@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import progress
+from torchscript_onnx.pipeline import progress
 from torchscript_onnx.api import build
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,7 +159,7 @@ def test_the_bar_on_a_real_terminal(tmp_path):
         import sys
         sys.path.insert(0, {REPO!r})
         import torch
-        from torchscript_onnx import progress
+        from torchscript_onnx.pipeline import progress
         from torchscript_onnx.api import build
         progress.BAR_MIN_BYTES = 0
         build(torch.nn.Linear(256, 256).eval(), (torch.ones(1, 256),)).save({os.fspath(tmp_path / 'm.onnx')!r})

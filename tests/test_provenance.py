@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import provenance
-from torchscript_onnx.serialize import PRODUCER_NAME
+from torchscript_onnx.pipeline import provenance
+from torchscript_onnx.pipeline.serialize import PRODUCER_NAME
 
 HERE = __file__
 

@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx import serialize
+from torchscript_onnx.pipeline import serialize
 from torchscript_onnx.api import build
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -353,7 +353,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys, time
     sys.path.insert(0, {repo!r})
     import torch
-    from torchscript_onnx import serialize
+    from torchscript_onnx.pipeline import serialize
     from torchscript_onnx.api import build
 
     class Big(torch.nn.Module):
@@ -422,7 +422,7 @@ RENAME_CHILD = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {repo!r})
     import torch
-    from torchscript_onnx import serialize
+    from torchscript_onnx.pipeline import serialize
     from torchscript_onnx.api import build
 
     torch.manual_seed(0)

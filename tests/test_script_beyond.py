@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from torch.nn.utils import rnn as rnn_utils
 
 from torchscript_onnx import export
-from torchscript_onnx.prepare.script import fold_isinstance
+from torchscript_onnx.pipeline.prepare.script import fold_isinstance
 from torchscript_onnx.verification import verify
 
 

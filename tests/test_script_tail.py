@@ -18,8 +18,8 @@ from torch import nn
 
 import torchscript_onnx
 from torchscript_onnx import MAX_OPSET
-from torchscript_onnx.prepare.script import fold_attribute_reads
-from torchscript_onnx.prepare import unroll_int_list_loops
+from torchscript_onnx.pipeline.prepare.script import fold_attribute_reads
+from torchscript_onnx.pipeline.prepare import unroll_int_list_loops
 from torchscript_onnx.verification import verify
 
 

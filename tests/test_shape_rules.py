@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from torchscript_onnx import shapes
-from torchscript_onnx.ir import Graph, Value
+from torchscript_onnx.builder import shapes
+from torchscript_onnx.builder.ir import Graph, Value
 
 DIMS = st.integers(min_value=1, max_value=5)
 
@@ -154,7 +154,7 @@ def test_slice_folding_matches_onnxruntime(shape, data):
     onnx.reference follows Python there, while shape inference and onnxruntime follow the spec)."""
     import onnxruntime
 
-    from torchscript_onnx import folding
+    from torchscript_onnx.builder import folding
 
     axis = data.draw(st.integers(0, len(shape) - 1))
     bounds = [data.draw(st.integers(-8, 8)), data.draw(st.integers(-8, 8)), axis,

@@ -1,4 +1,4 @@
-"""The torch._C.Value / Node / Type surface a symbolic sees on our values (torchscript_onnx/compat.py).
+"""The torch._C.Value / Node / Type surface a symbolic sees on our values (torchscript_onnx/builder/compat.py).
 
 Custom symbolics written for the legacy exporter, and torch's own legacy symbolic functions that they
 call (SEW-D's ``XSoftmax.symbolic`` calls ``torch.onnx.symbolic_opset9.softmax``), treat our values as
@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx.ir import Graph, Value
+from torchscript_onnx.builder.ir import Graph, Value
 from torchscript_onnx.verify import verify
 
 _C = torch._C

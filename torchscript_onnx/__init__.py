@@ -4,11 +4,11 @@ the legacy TorchScript-based ``export(..., dynamo=False)`` of PyTorch, for ONNX 
 import sys as _sys
 
 from .api import __version__, build, export, export_to_pretty_string
-from .capture import is_in_onnx_export, select_model_mode_for_export
-from .errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
+from .pipeline.capture import is_in_onnx_export, select_model_mode_for_export
+from .builder.errors import (CheckerError, OnnxExporterError, OnnxExporterWarning, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOperatorError)
 from .install import install, installed, uninstall
-from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
+from .builder.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, OperatorExportTypes, TrainingMode
 from .registration import register_custom_op_symbolic, supported_ops, unregister_custom_op_symbolic
 
 __all__ = [
@@ -27,6 +27,13 @@ from .verification import VerificationError, VerificationReport, verify  # noqa:
 # is ``verification`` now, and stays importable by its old name (``from torchscript_onnx.verify import
 # check``): the import system finds it in sys.modules and leaves the package's ``verify`` alone.
 _sys.modules[__name__ + ".verify"] = _verification
+
+from .builder import errors  # noqa: E402
+
+# ``torchscript_onnx.errors``, like ``torch.onnx.errors``, is where programs look for the exception
+# classes (``from torchscript_onnx.errors import OnnxExporterError``, ``tso.errors.OnnxExporterWarning``);
+# the module lives in the builder now and is found under its old name the same way.
+_sys.modules[__name__ + ".errors"] = errors
 
 __all__ += ["AuditReport", "audit", "unconvertible_ops", "VerificationError", "VerificationReport", "verify"]
 

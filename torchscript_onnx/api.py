@@ -21,19 +21,19 @@ import torch
 
 from .symbolic import registry
 
-from . import capture as capture_mod
-from . import hf_cache, progress, serialize
+from .pipeline import capture as capture_mod
+from .pipeline import hf_cache, progress, serialize
 from .artifacts import Artifacts
-from .convert import convert
-from .inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
-from .ir import Graph
-from .legacy_names import name_folded_weights
-from .optimize import optimize
-from .prepare import prepare
-from .options import (OPTION_NAMES, ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning,
+from .pipeline.convert import convert
+from .pipeline.inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
+from .builder.ir import Graph
+from .pipeline.legacy_names import name_folded_weights
+from .pipeline.optimize import optimize
+from .pipeline.prepare import prepare
+from .builder.options import (OPTION_NAMES, ExportOptions, OperatorExportTypes, TrainingMode, unknown_dynamic_axes_warning,
                       warn_or_raise)
-from .printer import graph_text
-from .provenance import NodeMetadata, _module_class
+from .pipeline.printer import graph_text
+from .pipeline.provenance import NodeMetadata, _module_class
 
 __version__ = "0.1.0"
 
@@ -335,7 +335,7 @@ def convert_model(model, args: tuple, options: ExportOptions, artifacts: Artifac
     input_indices = drop_unused_inputs(graph, n_user_inputs, kept_for_legacy)
     functions = []
     if options.export_modules_as_functions:
-        from .functions import extract
+        from .pipeline.functions import extract
 
         functions = extract(graph, model, options.export_modules_as_functions, options.opset_version,
                             ctx.custom_domains)

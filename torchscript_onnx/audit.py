@@ -15,11 +15,11 @@ import dataclasses
 
 import torch
 
-from . import capture as capture_mod
-from .convert import Converter, find_unsupported
-from .errors import ConversionIssue, UnsupportedOp
-from .options import ExportOptions, TrainingMode
-from .prepare import prepare
+from .pipeline import capture as capture_mod
+from .pipeline.convert import Converter, find_unsupported
+from .builder.errors import ConversionIssue, UnsupportedOp
+from .builder.options import ExportOptions, TrainingMode
+from .pipeline.prepare import prepare
 
 
 @dataclasses.dataclass

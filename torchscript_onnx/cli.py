@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from .options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, ExportOptions
+from .builder.options import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET, ExportOptions
 
 PROG = "torchscript-onnx"
 DESCRIPTION = """\
@@ -699,7 +699,7 @@ def main(argv=None) -> int:
 
 
 def _is_exporter_error(error: BaseException) -> bool:
-    from .errors import OnnxExporterError
+    from .builder.errors import OnnxExporterError
 
     return isinstance(error, (OnnxExporterError, OSError, ValueError, TypeError))
 

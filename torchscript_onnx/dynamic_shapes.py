@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from . import hf_cache
-from .capture import CallArgs
+from .pipeline import hf_cache
+from .pipeline.capture import CallArgs
 
 _STATIC = "STATIC"
 

@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from . import api, dtypes, options, registration, utils
+from . import api, registration, utils
+from .builder import dtypes, options
 
 # The legacy modules of torch.onnx this exporter can stand in for: name under torch.onnx -> ours.
 LEGACY_MODULES = {

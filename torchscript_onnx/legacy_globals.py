@@ -9,7 +9,7 @@ Capture sets ``in_onnx_export`` while it traces, as it sets torch's own flag.
 
 from __future__ import annotations
 
-from .options import DEFAULT_OPSET, OperatorExportTypes, TrainingMode
+from .builder.options import DEFAULT_OPSET, OperatorExportTypes, TrainingMode
 
 
 class ExportGlobals:

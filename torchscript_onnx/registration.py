@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from .symbolic import registry
 
-from .options import check_opset
+from .builder.options import check_opset
 
 
 def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:

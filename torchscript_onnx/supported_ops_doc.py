@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .symbolic import registry
 
-from .options import MAX_OPSET, MIN_OPSET
+from .builder.options import MAX_OPSET, MIN_OPSET
 
 
 def render() -> str:

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 
 import torch
 
-from . import api, dtypes
+from . import api
+from .builder import dtypes
 from .audit import unconvertible_ops
-from .capture import is_in_onnx_export, select_model_mode_for_export
-from .options import OPTION_NAMES
+from .pipeline.capture import is_in_onnx_export, select_model_mode_for_export
+from .builder.options import OPTION_NAMES
 from .registration import register_custom_op_symbolic, unregister_custom_op_symbolic
 
 __all__ = [

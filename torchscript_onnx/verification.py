@@ -19,10 +19,10 @@ import numpy as np
 import onnx
 import torch
 
-from . import hf_cache
-from .capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
-from .errors import CheckerError, VerificationError  # noqa: F401 - VerificationError: its old home
-from .options import TrainingMode
+from .pipeline import hf_cache
+from .pipeline.capture import CallArgs, call_model, normalize_args, select_model_mode_for_export, traced_arguments
+from .builder.errors import CheckerError, VerificationError  # noqa: F401 - VerificationError: its old home
+from .builder.options import TrainingMode
 
 
 @dataclasses.dataclass

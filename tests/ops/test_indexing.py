@@ -7,8 +7,8 @@ import torch
 
 from tests.optable import Case, below_min_params, params, run_below_min, run_case, sample
 from torchscript_onnx import export
-from torchscript_onnx.capture import capture
-from torchscript_onnx.options import TrainingMode
+from torchscript_onnx.pipeline.capture import capture
+from torchscript_onnx.builder.options import TrainingMode
 
 F32, I64, I32, BOOL = torch.float32, torch.int64, torch.int32, torch.bool
 ALL = (F32, I64, BOOL)

@@ -296,7 +296,7 @@ def test_rnn_weights_are_reordered_into_one_initializer_per_tensor_kind():
 def test_rnn_weights_are_lazy_until_written():
     """Export holds no reordered copy of the recurrent weights: they are computed while written."""
     from torchscript_onnx import build
-    from torchscript_onnx.lazy import LazyTensor
+    from torchscript_onnx.builder.lazy import LazyTensor
 
     model = Run(nn.GRU(IN, HID, num_layers=2, bidirectional=True)).eval()
     exported = build(model, (torch.randn(3, 2, IN), torch.randn(4, 2, HID)), opset_version=17)

@@ -205,7 +205,7 @@ def test_shape_op_below_min_opset(case, opset):
 def _constant_pieces(kind: str, attr: str):
     """A capture that turns traced ``aten::chunk``/``aten::split`` + ListUnpack into ``kind``, as JIT
     passes do for scripted code (prim::ConstantChunk, prim::ConstantSplit)."""
-    from torchscript_onnx import capture as capture_mod
+    from torchscript_onnx.pipeline import capture as capture_mod
 
     original = capture_mod.capture
 
@@ -235,7 +235,7 @@ def _constant_pieces(kind: str, attr: str):
 ])
 @pytest.mark.parametrize("opset", [9, 13, 18])
 def test_constant_chunk_and_split(kind, attr, fn, opset, monkeypatch):
-    from torchscript_onnx import capture as capture_mod
+    from torchscript_onnx.pipeline import capture as capture_mod
 
     monkeypatch.setattr(capture_mod, "capture", _constant_pieces(kind, attr))
     run_case(Case(kind, lambda x: [p * 2 for p in fn(x)], _x(2, 5)), opset)

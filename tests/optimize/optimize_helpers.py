@@ -8,10 +8,10 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from torchscript_onnx import serialize
-from torchscript_onnx.context import GraphContext
-from torchscript_onnx.ir import Graph
-from torchscript_onnx.options import ExportOptions
+from torchscript_onnx.pipeline import serialize
+from torchscript_onnx.builder.context import GraphContext
+from torchscript_onnx.builder.ir import Graph
+from torchscript_onnx.builder.options import ExportOptions
 
 OPSET = 17
 

@@ -12,8 +12,8 @@ import torch
 from optimize_helpers import context, op_types, run
 
 from torchscript_onnx import TrainingMode, export
-from torchscript_onnx.lazy import CHUNK_BYTES, LazyTensor
-from torchscript_onnx.optimize.conv_batchnorm import FoldConvBatchNorm
+from torchscript_onnx.builder.lazy import CHUNK_BYTES, LazyTensor
+from torchscript_onnx.pipeline.optimize.conv_batchnorm import FoldConvBatchNorm
 from torchscript_onnx.verify import verify
 
 OPSETS = (7, 13, 26)
@@ -247,7 +247,7 @@ def test_folded_weights_streamed_in_row_blocks(monkeypatch, tmp_path):
 def test_pipeline_folds_only_in_eval(training):
     """The guard itself (training exports lower BN with batch statistics today, so an export
     alone would not notice a fold in training mode)."""
-    from torchscript_onnx.optimize import optimize
+    from torchscript_onnx.pipeline.optimize import optimize
 
     graph = _conv_bn_graph()
     optimize(graph, training=training)

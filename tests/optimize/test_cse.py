@@ -7,8 +7,8 @@ import pytest
 import torch
 from optimize_helpers import context, op_types, run
 
-from torchscript_onnx.optimize.cse import NONDETERMINISTIC_OPS, CommonSubexpressions
-from torchscript_onnx.optimize.dead_code import DeadCode
+from torchscript_onnx.pipeline.optimize.cse import NONDETERMINISTIC_OPS, CommonSubexpressions
+from torchscript_onnx.pipeline.optimize.dead_code import DeadCode
 
 X = np.arange(-6, 6, dtype=np.float32).reshape(3, 4) / 4
 Y = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
@@ -167,7 +167,7 @@ def test_custom_domain_never_merges():
 
 
 def test_value_read_by_subgraph_keeps_its_node():
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     g = context()
     x, y = _inputs(g)

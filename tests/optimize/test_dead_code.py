@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from optimize_helpers import context, op_types
 
-from torchscript_onnx.ir import Graph
-from torchscript_onnx.optimize.dead_code import DeadCode
+from torchscript_onnx.builder.ir import Graph
+from torchscript_onnx.pipeline.optimize.dead_code import DeadCode
 
 
 def test_unread_nodes_and_initializers_go():

@@ -18,7 +18,8 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from torchscript_onnx import export, folding
+from torchscript_onnx import export
+from torchscript_onnx.builder import folding
 
 
 def _rotate_half(x):

@@ -6,8 +6,8 @@ import numpy as np
 import torch
 from optimize_helpers import context, op_types, run
 
-from torchscript_onnx.optimize.dead_code import DeadCode
-from torchscript_onnx.optimize.identity import RemoveIdentity
+from torchscript_onnx.pipeline.optimize.dead_code import DeadCode
+from torchscript_onnx.pipeline.optimize.identity import RemoveIdentity
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 
@@ -46,7 +46,7 @@ def test_identity_of_an_input_that_is_an_output_stays():
 
 
 def test_identity_read_by_a_subgraph_stays():
-    from torchscript_onnx.ir import Graph
+    from torchscript_onnx.builder.ir import Graph
 
     g = context()
     x = g.graph.add_input("x", torch.float32, (2, 3))

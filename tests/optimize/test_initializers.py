@@ -7,8 +7,8 @@ import pytest
 import torch
 from optimize_helpers import context, run
 
-from torchscript_onnx.lazy import LazyTensor
-from torchscript_onnx.optimize.initializers import SAMPLE_BYTES, DeduplicateInitializers
+from torchscript_onnx.builder.lazy import LazyTensor
+from torchscript_onnx.pipeline.optimize.initializers import SAMPLE_BYTES, DeduplicateInitializers
 
 X = np.linspace(-1, 1, 4096, dtype=np.float32)
 

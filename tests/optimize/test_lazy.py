@@ -6,9 +6,9 @@ import pytest
 import torch
 from optimize_helpers import context, model_bytes
 
-from torchscript_onnx import serialize
-from torchscript_onnx.lazy import LazyTensor
-from torchscript_onnx.printer import graph_text
+from torchscript_onnx.pipeline import serialize
+from torchscript_onnx.builder.lazy import LazyTensor
+from torchscript_onnx.pipeline.printer import graph_text
 
 
 def _scaled(sources, start, stop, factor):
@@ -29,7 +29,7 @@ def _graph(weight, keep_as_inputs=False):
 @pytest.mark.parametrize("shape", [(300, 7), (5,), (1, 1), ()], ids=["rows", "vector", "one", "scalar"])
 @pytest.mark.parametrize("keep_as_inputs", [False, True], ids=["initializers", "also_inputs"])
 def test_written_like_the_real_tensor(shape, dtype, keep_as_inputs, monkeypatch):
-    monkeypatch.setattr("torchscript_onnx.lazy.CHUNK_BYTES", 64)  # many row blocks
+    monkeypatch.setattr("torchscript_onnx.builder.lazy.CHUNK_BYTES", 64)  # many row blocks
     source = torch.arange(torch.Size(shape).numel()).reshape(shape).to(dtype)
     lazy = LazyTensor(shape, dtype, _scaled, (source,), (3,))
     real = source * 3

@@ -12,7 +12,7 @@ import torch
 
 from bench import zoo
 from torchscript_onnx import export
-from torchscript_onnx.optimize import passes
+from torchscript_onnx.pipeline.optimize import passes
 from torchscript_onnx.verify import verify
 
 

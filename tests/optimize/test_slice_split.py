@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
-import torchscript_onnx.optimize as optimize_module
+import torchscript_onnx.pipeline.optimize as optimize_module
 from optimize_helpers import Fn
 from torchscript_onnx import export
 

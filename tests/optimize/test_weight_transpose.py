@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from torchscript_onnx import TrainingMode, export
-from torchscript_onnx.folding import MAX_FOLDED_ELEMENTS
+from torchscript_onnx.builder.folding import MAX_FOLDED_ELEMENTS
 
 IN, OUT = 300, 256  # above folding's element limit: left to this pass
 assert IN * OUT > MAX_FOLDED_ELEMENTS
