@@ -25,7 +25,7 @@ OPSET = declare_opset_requirements({
     "prim::Loop": {"a list of tensors filled in a loop (ONNX sequences)": 11},
 }, unlisted={"a list of runtime length (ONNX sequences)": 11})
 
-INT64_MAX = 9223372036854775807
+INT64_MAX = onnx_ops.INT64_MAX
 
 
 def _merged_shape(a, b):
