@@ -87,6 +87,14 @@ def test_the_checks_see_every_layer():
     assert folders == set(MAY_IMPORT) - {"api"}
 
 
+def test_the_api_modules_do_not_import_each_other_both_ways():
+    """verify() builds through the API, and the API runs its programs through the pipeline's
+    comparison module, not through verification.py: no two modules at the top import each other."""
+    api = {_module_name(p): _imports(p) for p in SOURCES if _layer(_module_name(p)) == "api"}
+    mutual = sorted((a, b) for a, deps in api.items() for b in deps if a < b and a in api.get(b, ()))
+    assert not mutual
+
+
 def test_an_import_from_above_is_caught():
     # the helper resolves relative, absolute and package-level imports alike
     assert _layer("torchscript_onnx.builder.ir") == "builder"

@@ -90,7 +90,7 @@ class Exported:
         if not self.options.export_params:
             raise ValueError("this model was exported with export_params=False: it has no weights to run; "
                              "export with export_params=True to call it")
-        from .verification import flatten_inputs, run_onnxruntime  # noqa: PLC0415 - loads onnxruntime
+        from .pipeline.comparison import flatten_inputs, run_onnxruntime  # noqa: PLC0415 - loads onnxruntime
 
         bound = self.bind_args(tuple(args) + (dict(kwargs),), None) if self.bind_args else tuple(args)
         flat = flatten_inputs(tuple(bound))
@@ -108,7 +108,7 @@ class Exported:
             except ImportError as error:
                 raise ImportError("calling an exported model runs it in onnxruntime, which is not installed: "
                                   "pip install onnxruntime (or torchscript-onnx[verify])") from error
-            from .verification import session  # noqa: PLC0415
+            from .pipeline.comparison import session  # noqa: PLC0415
 
             if serialize.model_size(self.model, self.graph) < serialize.PROTOBUF_LIMIT:
                 self._session = session(self.to_bytes())
@@ -611,7 +611,7 @@ def _check_dynamo_options(dynamo, custom_translation_table, fallback, dynamic_sh
 
 def _verify(model, args, kwargs, exported: Exported) -> list:
     """onnx.checker and onnxruntime against PyTorch on ``args``; raises on a mismatch."""
-    from .verification import check, compare
+    from .pipeline.comparison import check, compare
 
     model_bytes = exported.to_bytes()
     check(model_bytes)

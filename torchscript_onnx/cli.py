@@ -249,7 +249,7 @@ def _export(args) -> int:
           f"{_size(_total_size(args.output, weights))}{where}, in {elapsed:.2f} s")
     if not args.verify:
         return 0
-    from .verification import compare_by_name, format_table
+    from .pipeline.comparison import compare_by_name, format_table
 
     comparisons = compare_by_name(model, inputs, args.output, options.input_names, args.rtol, args.atol)
     print(format_table(comparisons, args.rtol, args.atol))
@@ -273,7 +273,7 @@ def _dynamic_axes(specs: list[str], input_names: list[str], inputs: tuple, outpu
 
 
 def _verify(args) -> int:
-    from .verification import compare_by_name, format_table, resized_inputs, session
+    from .pipeline.comparison import compare_by_name, format_table, resized_inputs, session
 
     names, inputs = make_inputs(args.input, args.seed)
     runs = [parse_sizes_spec(spec) for spec in args.dynamic_sizes]
@@ -479,7 +479,7 @@ def _demo(args) -> int:
 
 def _run_demo(output: str, opset: int) -> int:
     from .api import export
-    from .verification import check, compare
+    from .pipeline.comparison import check, compare
 
     model, example = demo_model()
     weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
