@@ -567,11 +567,11 @@ def _code_references(path: pathlib.Path, needle: str) -> list[str]:
 
 
 # The only places the package may touch torch.onnx, each allowed by the design: torch's "in ONNX
-# export" flags during capture (the legacy exporter's in_onnx_export, the dynamo exporter's
-# _is_onnx_exporting that a torch without the legacy one reads), torch's error classes as our bases, and the opt-in install(); and the
+# export" flag during capture (the legacy exporter's in_onnx_export), torch's error classes as our
+# bases, and the opt-in install(); and the
 # metadata keys the dynamo exporter writes ("pkg.torch.onnx.name_scopes"), which provenance writes
 # under the same names so that tools reading them work (strings, no reference to torch.onnx).
-TORCH_ONNX_ALLOWED = {"pipeline/capture.py": "onnx_export", "builder/errors.py": 'import_module("torch.onnx.errors")',
+TORCH_ONNX_ALLOWED = {"pipeline/capture.py": "torchscript_exporter._globals", "builder/errors.py": 'import_module("torch.onnx.errors")',
                       "install.py": None, "pipeline/provenance.py": '"pkg.torch.onnx.'}
 
 

@@ -296,6 +296,26 @@ def test_is_in_onnx_export_answers_inside_forward(installed_on_both_torches):
     assert seen == [True] and torch.onnx.is_in_onnx_export() is False
 
 
+def test_is_in_onnx_export_answers_where_torch_reads_only_its_dynamo_flag(monkeypatch):
+    """A torch whose is_in_onnx_export() reads only the dynamo exporter's flag (the legacy flag
+    gone with the legacy exporter): installed, it answers True inside our export as well."""
+    from torch.onnx._internal.exporter import _flags
+
+    monkeypatch.setattr(torch.onnx, "is_in_onnx_export", lambda: _flags._is_onnx_exporting)
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            seen.append(torch.onnx.is_in_onnx_export())
+            return x + 1
+
+    with tso.installed():
+        torch.onnx.export(Probe(), (torch.randn(2),), io.BytesIO(), dynamo=False)
+        assert torch.onnx.is_in_onnx_export() is False
+    tso.export(Probe(), (torch.randn(2),), io.BytesIO())
+    assert seen == [True, False]  # not installed: torch's own answer, which our export leaves alone
+
+
 # -- custom symbolics through torch.onnx's names ---------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ For code users cannot edit (HF optimum, ultralytics, scripts written for the leg
   that was the legacy exporter); ``dynamo=True`` and ``torch.export.ExportedProgram`` models still
   go to torch. ``install(dynamo_default=True)`` keeps torch 2.9's routing of calls without ``dynamo``.
   The options after ``f`` may be passed positionally, in torch 2.0's order.
+  ``torch.onnx.is_in_onnx_export()`` answers True inside our exports too, whichever flag this
+  torch's own answer reads.
 - torch.onnx's legacy modules are ours: ``utils``, ``symbolic_helper`` and ``symbolic_opset7`` ...
   ``symbolic_opset20`` under torch.onnx (as attributes and in ``sys.modules``, so later imports get
   ours), with ``register_custom_op_symbolic`` / ``unregister_custom_op_symbolic`` (which fill our
@@ -178,7 +180,8 @@ def _routes(dynamo_default: bool) -> dict[int, tuple[Callable, Callable]]:
     """id(torch's function) -> (torch's function, ours): ``torch.onnx.export``, the legacy entry points
     of ``torch.onnx``, and every function of torch's legacy modules that ours have by the same name."""
     onnx = torch.onnx
-    routes = [(onnx.export, _routed_export(onnx.export, dynamo_default))]
+    routes = [(onnx.export, _routed_export(onnx.export, dynamo_default)),
+              (onnx.is_in_onnx_export, _routed_is_in_onnx_export(onnx.is_in_onnx_export))]
     for name, ours in LEGACY_MODULES.items():
         routes += _module_routes(name, importlib.import_module(ours))
     return {id(original): (original, ours) for original, ours in routes if original is not None and original is not ours}
@@ -215,6 +218,17 @@ def _route(routes: dict[int, tuple[Callable, Callable]]) -> None:
             route = routes.get(id(value))
             if route is not None and value is route[0]:
                 _set(namespace, key, route[1])
+
+
+def _routed_is_in_onnx_export(torch_is_in_onnx_export: Callable) -> Callable:
+    def is_in_onnx_export() -> bool:
+        """``torch.onnx.is_in_onnx_export`` after ``torchscript_onnx.install()``: True inside an
+        export by torchscript_onnx too, also on a torch whose own answer reads only its dynamo
+        exporter's flag."""
+        return utils.is_in_onnx_export() or torch_is_in_onnx_export()
+
+    is_in_onnx_export.__module__ = torch_is_in_onnx_export.__module__
+    return is_in_onnx_export
 
 
 _NOT_GIVEN = object()

@@ -107,16 +107,17 @@ def _state_preserved(model) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _export_flags(model) -> Iterator[None]:
-    """Our flag, torch's own "in ONNX export" flags (so torch's ``is_in_onnx_export()`` agrees inside
+    """Our flag, torch's own "in ONNX export" flag (so torch's ``is_in_onnx_export()`` agrees inside
     forward), the module map that gives traced nodes their scope names, and torch's transformer
     fast path switched off (``_no_transformer_fast_path``)."""
     global _in_export
     previous_ours = _in_export
-    torch_flags = [(holder, attribute, getattr(holder, attribute)) for holder, attribute in _torch_export_flags()]
+    torch_globals = _torch_export_globals()
+    previous_torch = torch_globals.in_onnx_export if torch_globals is not None else None
     previous_map = getattr(torch.jit._trace, "_trace_module_map", None)
     _in_export = True
-    for holder, attribute, _ in torch_flags:
-        setattr(holder, attribute, True)
+    if torch_globals is not None:
+        torch_globals.in_onnx_export = True
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.jit.ScriptModule):
         torch.jit._trace._trace_module_map = {
             m: f"{torch.typename(type(m))}::{scope_atom(name)}" for name, m in model.named_modules()
@@ -127,8 +128,8 @@ def _export_flags(model) -> Iterator[None]:
     finally:
         torch.backends.mha.set_fastpath_enabled(previous_fastpath)
         _in_export = previous_ours
-        for holder, attribute, previous in torch_flags:
-            setattr(holder, attribute, previous)
+        if torch_globals is not None:
+            torch_globals.in_onnx_export = previous_torch
         torch.jit._trace._trace_module_map = previous_map
 
 
@@ -146,27 +147,19 @@ def _no_transformer_fast_path() -> bool:
     return previous
 
 
-# The one allowed touch of torch's exporters: the flags torch's ``is_in_onnx_export()`` reads. The
-# legacy exporter's GLOBALS.in_onnx_export is gone from a torch without it; the dynamo exporter's
-# flag is what such a torch's ``is_in_onnx_export()`` answers from.
-_TORCH_EXPORT_FLAGS = (
-    ("torch.onnx._internal.torchscript_exporter._globals", "GLOBALS", "in_onnx_export"),
-    ("torch.onnx._internal.exporter._flags", None, "_is_onnx_exporting"),
-)
+# The one allowed touch of torch's exporters: the legacy exporter's "in ONNX export" flag, which
+# torch's ``is_in_onnx_export()`` and code inside forward read. On a torch without the legacy
+# exporter the module is gone (and ``install()`` puts legacy_globals.py in its place).
+_TORCH_EXPORT_GLOBALS = "torch.onnx._internal.torchscript_exporter._globals"
 
 
-def _torch_export_flags() -> list[tuple[object, str]]:
-    """(object, attribute) of each "in ONNX export" flag this torch has."""
-    flags = []
-    for module_name, holder_name, attribute in _TORCH_EXPORT_FLAGS:
-        try:
-            holder = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        holder = getattr(holder, holder_name, None) if holder_name else holder
-        if holder is not None and isinstance(getattr(holder, attribute, None), bool):
-            flags.append((holder, attribute))
-    return flags
+def _torch_export_globals():
+    """torch's legacy ``GLOBALS`` (the holder of ``in_onnx_export``), or None on a torch without it."""
+    try:
+        holder = getattr(importlib.import_module(_TORCH_EXPORT_GLOBALS), "GLOBALS", None)
+    except ImportError:
+        return None
+    return holder if isinstance(getattr(holder, "in_onnx_export", None), bool) else None
 
 
 def normalize_args(model, args, kwargs) -> tuple:
