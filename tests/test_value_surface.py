@@ -101,10 +101,14 @@ def _called_methods(source: str) -> dict[str, set[str]]:
     return found
 
 
+_LEGACY_SOURCES = [path for pattern in LEGACY_FILES for path in sorted(LEGACY_DIR.glob(pattern))]
+
+
+@pytest.mark.xfail(not _LEGACY_SOURCES, run=False, strict=True,
+                   reason=f"this torch has no legacy exporter source in {LEGACY_DIR} to read the methods from "
+                          "(the pinned torch 2.13 has it)")
 def test_the_tables_list_every_method_torch_calls():
-    files = [path for pattern in LEGACY_FILES for path in sorted(LEGACY_DIR.glob(pattern))]
-    if not files:
-        pytest.skip(f"this torch has no legacy exporter source in {LEGACY_DIR} to read the methods from")
+    files = _LEGACY_SOURCES
     api = {"value": set(dir(_C.Value)), "node": set(dir(_C.Node)),
            "type": set().union(*(dir(t) for t in (_C.TensorType, _C.ListType, _C.OptionalType)))}
     called = collections.defaultdict(set)
