@@ -106,7 +106,7 @@ def measure_here(name: str, exporter: str, opset: int, warmup: bool = True) -> d
     import onnx  # noqa: F401
     import torch.onnx  # noqa: F401
     import torchscript_onnx  # noqa: F401
-    from torchscript_onnx.pipeline.capture import release_free_memory
+    from torchscript_onnx.builder.heap import release_free_memory
 
     with tempfile.TemporaryDirectory() as tmp:
         if warmup:

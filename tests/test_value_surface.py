@@ -14,11 +14,8 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
-import io
 import pathlib
-import warnings
 
-import onnx
 import pytest
 import torch
 

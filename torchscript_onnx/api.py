@@ -26,6 +26,7 @@ from .pipeline import hf_cache, progress, serialize
 from .artifacts import Artifacts
 from .pipeline.convert import convert
 from .pipeline.inputs_kept import OPTIONAL_INPUTS_OPSET, drop_unused_inputs, legacy_reads
+from .builder.heap import release_free_memory
 from .builder.ir import Graph
 from .pipeline.legacy_names import name_folded_weights
 from .pipeline.optimize import optimize
@@ -305,7 +306,7 @@ def convert_model(model, args: tuple, options: ExportOptions, artifacts: Artifac
     inlining = options.autograd_inlining and not registry.has_custom("prim::PythonOp", options.opset_version)
     captured = capture_mod.capture(model, args, options.training, inlining,
                                    optional_inputs=options.opset_version >= OPTIONAL_INPUTS_OPSET)
-    capture_mod.release_free_memory()  # what the traced forward pass freed
+    release_free_memory()  # what the traced forward pass freed
     clock.lap("capture", lambda: progress.jit_counts(captured))
     kept_for_legacy = legacy_reads(captured.graph, captured.user_inputs, options.opset_version)
     prepare(captured.graph)
@@ -321,7 +322,7 @@ def convert_model(model, args: tuple, options: ExportOptions, artifacts: Artifac
     # text of its Python stack, about 2 KB) before optimisation and the proto need memory. Its
     # inputs (user_inputs, params) hold it too: a Value from graph.inputs() keeps its graph alive.
     del captured
-    capture_mod.release_free_memory()
+    release_free_memory()
     run_passes = functools.partial(
         optimize, training=_exports_training(model, options.training),
         initializers_are_inputs=options.keep_initializers_as_inputs or not options.export_params,

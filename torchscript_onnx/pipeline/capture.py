@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from . import hf_cache
-from ..builder.heap import _malloc_trim, release_free_memory  # noqa: F401 - api and bench call them from here
+from ..builder.heap import _malloc_trim
 from ..builder.options import TrainingMode
 from .pages import read_ahead_while_tracing
 from .prepare.attributes import attributes_restored, lower_attribute_writes, tuple_attributes_to_constants

@@ -7,7 +7,6 @@ onnxruntime is an optional dependency (the ``verify`` extra); importing this mod
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 
 import numpy as np
