@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import numpy as np
 import torch
@@ -133,9 +134,12 @@ def read_all(paths: list[str], block: int = 64 << 20) -> int:
     return total
 
 
-def write_bytes(path: str, nbytes: int, block: int = 64 << 20) -> None:
-    """Write ``nbytes`` to ``path`` with one sequential buffered write stream, then ``fsync``."""
-    buffer = memoryview(bytearray(block))
+def write_bytes(path: str, nbytes: int, block: int = 64 << 20) -> float:
+    """Write ``nbytes`` to ``path`` with one sequential buffered write stream, then ``fsync``; returns
+    the seconds that took. The bytes are random, as weights are (a disk or a host may write zeros
+    faster than data), made before the clock starts."""
+    buffer = memoryview(bytearray(os.urandom(block)))
+    start = time.perf_counter()
     with open(path, "wb") as f:
         left = nbytes
         while left > 0:
@@ -144,6 +148,7 @@ def write_bytes(path: str, nbytes: int, block: int = 64 << 20) -> None:
             left -= n
         f.flush()
         os.fsync(f.fileno())
+    return time.perf_counter() - start
 
 
 _NUMPY_OF_ONNX = {1: np.float32, 10: np.float16, 16: np.uint16, 11: np.float64}  # bf16 compared as bits

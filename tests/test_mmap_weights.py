@@ -186,3 +186,84 @@ def test_export_takes_no_copy_of_mapped_weights(tmp_path):
     assert grown < largest, (grown, largest, weight_bytes)
     data = np.fromfile(tmp_path / "m.onnx.data", dtype=np.float32)
     assert data.nbytes >= weight_bytes
+
+
+class Stack(torch.nn.Module):
+    """An embedding and six 1024 x 1024 linear layers: 28 MiB in fp32, enough for the writer's
+    memory-mapped path (``serialize.AHEAD_MIN_BYTES``), some written as they are, most transposed."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(1024, 1024)
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(1024, 1024, bias=k % 2 == 0) for k in range(6)])
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+# How the writer may order the weights of a memory-mapped model, each at its offset: as the
+# initializers come; cached first, with the cache reported fuller for later weights (the reverse
+# order), and that order again with each written range sent to the disk and dropped from the cache
+# and each weight written paged out (what a data file larger than half the memory gets).
+WRITE_ORDERS = {"as_cached": (False, False), "reversed": (True, False), "reversed_streamed": (True, True)}
+
+
+@linux_only
+@pytest.mark.parametrize("order", WRITE_ORDERS, ids=list(WRITE_ORDERS))
+def test_mapped_weights_written_in_any_order_give_the_same_files(order, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    source = Stack().eval()
+    ids = torch.randint(0, 1024, (2, 3))
+    tso.export(source, (ids,), tmp_path / "memory.onnx", external_data=True, input_names=["ids"],
+               dynamic_axes={"ids": {0: "batch", 1: "seq"}})
+    safetensors_torch.save_file(source.state_dict(), os.fspath(tmp_path / "weights.safetensors"))
+    with torch.device("meta"):
+        model = Stack()
+    model.load_state_dict(safetensors_torch.load_file(os.fspath(tmp_path / "weights.safetensors")), assign=True)
+    assert len(pages.mapped_from_files(model.parameters())) == len(list(model.parameters()))
+
+    reverse, streamed = WRITE_ORDERS[order]
+    if reverse:
+        fullness = iter([k / 10 for k in range(11)])  # the writer tells tenths apart
+        monkeypatch.setattr(pages, "resident_fraction", lambda tensors: next(fullness))
+    monkeypatch.setattr(pages, "streams_out", lambda nbytes: streamed)
+    calls = {"written": 0, "page_out": 0}
+    written, page_out = pages.WriteBehind.written, pages.page_out
+
+    def count_written(self, offset, nbytes):
+        calls["written"] += 1
+        return written(self, offset, nbytes)
+
+    def count_page_out(tensors):
+        calls["page_out"] += 1
+        return page_out(tensors)
+
+    monkeypatch.setattr(pages.WriteBehind, "written", count_written)
+    monkeypatch.setattr(pages, "page_out", count_page_out)
+    offsets = []
+    write_raw = serialize._write_raw
+
+    def recorded_write(stream, field, pieces):
+        if field.offset is not None:
+            offsets.append(field.offset)
+        return write_raw(stream, field, pieces)
+
+    monkeypatch.setattr(serialize, "_write_raw", recorded_write)
+    tso.export(model.eval(), (ids,), tmp_path / "mapped.onnx", external_data=True, input_names=["ids"],
+               dynamic_axes={"ids": {0: "batch", 1: "seq"}})
+
+    fields = 10  # the embedding, the six weights and the three biases
+    assert len(offsets) == fields
+    assert offsets == (sorted(offsets, reverse=True) if reverse else sorted(offsets))
+    assert calls == ({"written": fields, "page_out": fields} if streamed else {"written": 0, "page_out": 0})
+    for suffix in (".onnx", ".onnx.data"):
+        assert (tmp_path / f"mapped{suffix}").read_bytes().replace(b"mapped.onnx", b"memory.onnx") == \
+            (tmp_path / f"memory{suffix}").read_bytes()
+    other = torch.randint(0, 1024, (3, 5))
+    session = ort.InferenceSession(os.fspath(tmp_path / "mapped.onnx"), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        want = source(other).numpy()
+    np.testing.assert_allclose(session.run(None, {"ids": other.numpy()})[0], want, rtol=1e-4, atol=1e-4)

@@ -11,6 +11,13 @@ Two readers use it: the trace, which reads each module's weights when the module
 (``read_ahead_while_tracing``: the weights of the modules registered next, up to ``AHEAD_BYTES``),
 and the writer, which reads each initializer's tensor (or a transposed weight's source) in turn
 (``serialize`` asks for the next one while it writes the current one).
+
+A model larger than the page cache is read twice, by the trace and by the writer, and the writer's
+own output competes with the weights for the cache. So the writer takes first the weights whose
+pages are still cached (``resident_fraction``); and when its output is larger than half the memory
+available (``streams_out``), each weight it has written leaves the cache (``page_out``), and so do
+its output's pages once they are on the disk (``WriteBehind``): what the cache holds stays what is
+still to be written.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import contextlib
 import ctypes
 import functools
 import mmap
+import os
 from collections.abc import Iterable, Iterator
 
 import torch
@@ -42,6 +50,113 @@ def _madvise():
     return advise
 
 
+@functools.cache
+def _libc_function(name: str, *argtypes):
+    """A function of the C library (Linux), or None where there is none to call."""
+    try:
+        function = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except Exception:  # noqa: BLE001 - no C library or no such function: every use is a hint
+        return None
+    function.argtypes, function.restype = list(argtypes), ctypes.c_int
+    return function
+
+
+def _page_span(tensor) -> tuple[int, int] | None:
+    """The page-aligned address range of a CPU tensor's bytes, or None for no bytes to speak of."""
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.numel() == 0:
+        return None
+    start = tensor.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
+    return start, tensor.data_ptr() + tensor.numel() * tensor.element_size() - start
+
+
+def resident_fraction(tensors: Iterable) -> float:
+    """The fraction of these tensors' pages that are in memory now (``mincore``): a weight the trace
+    read recently is still in the page cache and costs no disk read to write. 1.0 where unknown."""
+    mincore = _libc_function("mincore", ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+    resident = total = 0
+    for tensor in tensors:
+        span = _page_span(tensor)
+        if span is None:
+            continue
+        count = -(-span[1] // mmap.PAGESIZE)
+        flags = (ctypes.c_ubyte * count)()
+        if mincore is None or mincore(span[0], span[1], flags) != 0:
+            return 1.0
+        resident += sum(flag & 1 for flag in bytes(flags))
+        total += count
+    return resident / total if total else 1.0
+
+
+# MADV_PAGEOUT (Linux 5.4): reclaim these pages now; a clean page of a file is simply dropped, and
+# one changed in memory stays (there is no swap to send it to, or it goes there): nothing is lost.
+_MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
+
+
+def page_out(tensors: Iterable) -> None:
+    """Let the kernel drop these (memory-mapped) tensors' pages now, a hint: written once, they are
+    not read again by the export, and the cache is better spent on the weights still to write."""
+    advise = _madvise()
+    if advise is None:
+        return
+    for tensor in tensors:
+        span = _page_span(tensor)
+        if span is not None:
+            advise(span[0], span[1], _MADV_PAGEOUT)  # a hint: an old kernel refuses it, and that is all
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def streams_out(nbytes: int) -> bool:
+    """Whether a file of ``nbytes`` should go through the page cache without staying there: when it
+    is larger than half the memory available, keeping it cached would push out the weights still
+    to be written. A smaller one stays cached, and the export need not wait for the disk."""
+    available = _available_memory()
+    return available is not None and nbytes > available // 2
+
+
+# sync_file_range's flags (linux/fs.h)
+_WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4
+# Bytes written but not yet waited for: enough for the disk to stay busy while the writer goes on.
+WRITE_BEHIND_BYTES = 256 << 20
+
+
+class WriteBehind:
+    """The pages of a file being written go to the disk as the writer goes and then leave the page
+    cache: each written range's write-back starts at once, and a range ``WRITE_BEHIND_BYTES`` back
+    is waited for and dropped. Linux only; elsewhere it does nothing."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.sync_range = _libc_function("sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
+                                          ctypes.c_uint)
+        self.pending: list[tuple[int, int]] = []  # (offset, nbytes) started but not dropped
+
+    def written(self, offset: int, nbytes: int) -> None:
+        if self.sync_range is None or nbytes == 0:
+            return
+        self.sync_range(self.fd, offset, nbytes, _WRITE)
+        self.pending.append((offset, nbytes))
+        while sum(n for _, n in self.pending[1:]) >= WRITE_BEHIND_BYTES:
+            self._drop(*self.pending.pop(0))
+
+    def finish(self) -> None:
+        while self.pending:
+            self._drop(*self.pending.pop(0))
+
+    def _drop(self, offset: int, nbytes: int) -> None:
+        self.sync_range(self.fd, offset, nbytes, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
+        os.posix_fadvise(self.fd, offset, nbytes, os.POSIX_FADV_DONTNEED)
+
+
 def read_ahead(tensors: Iterable) -> None:
     """Ask the kernel to start reading the pages of these CPU tensors, without waiting for them
     (pass only ``mapped_from_files`` ones)."""
@@ -49,11 +164,9 @@ def read_ahead(tensors: Iterable) -> None:
     if advise is None:
         return
     for tensor in tensors:
-        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cpu" or tensor.numel() == 0:
-            continue
-        start = tensor.data_ptr() // mmap.PAGESIZE * mmap.PAGESIZE
-        end = tensor.data_ptr() + tensor.numel() * tensor.element_size()
-        advise(start, end - start, mmap.MADV_WILLNEED)  # a hint: its result does not matter
+        span = _page_span(tensor)
+        if span is not None:
+            advise(span[0], span[1], mmap.MADV_WILLNEED)  # a hint: its result does not matter
 
 
 def _file_ranges() -> list[tuple[int, int]]:

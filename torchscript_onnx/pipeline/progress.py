@@ -171,6 +171,21 @@ class CountingStream:
     def __init__(self, stream, bar: WriteBar) -> None:
         self.stream, self.bar = stream, bar
 
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def seekable(self) -> bool:
+        return self.stream.seekable()
+
+    def seek(self, offset: int) -> int:
+        return self.stream.seek(offset)
+
+    def truncate(self, size: int) -> int:
+        return self.stream.truncate(size)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         for start in range(0, view.nbytes, BAR_CHUNK):  # a large tensor moves the bar as it goes

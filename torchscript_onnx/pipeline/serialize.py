@@ -15,7 +15,9 @@ FIFOs are written in place, without a rename).
 A model of 2 GiB or more (protobuf's limit) keeps its weights as external data: the tensors' bytes
 in one file next to the model, ``<model file name>.data``, each at an aligned offset, and the
 initializers in the model refer to them by location, offset and length. Both files are written to
-temporaries and renamed only when both are complete.
+temporaries and renamed only when both are complete. Weights memory-mapped from a checkpoint go
+into the data file cached ones first, each at its offset (``write_data``): a model larger than the
+page cache is then read from the disk about once, by the trace, instead of twice.
 """
 
 from __future__ import annotations
@@ -312,10 +314,11 @@ def _ahead(items: Iterator, depth: int = AHEAD_PIECES) -> Iterator:
         thread.join()
 
 
-def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
+def _raw_pieces(fields: list[_Initializer], mapped: set[int] | None = None) -> Iterator[memoryview | None]:
     """The raw bytes of ``fields`` in order, each field's pieces followed by None; prepared ahead
     by a thread when they are large (``AHEAD_MIN_BYTES``) and read from a file's pages (a
-    memory-mapped checkpoint), so the disk reads while the writer writes."""
+    memory-mapped checkpoint; ``mapped``: the ids of those sources, when known), so the disk reads
+    while the writer writes."""
 
     def pieces(mapped: set[int]) -> Iterator[memoryview | None]:
         if fields:
@@ -328,13 +331,19 @@ def _raw_pieces(fields: list[_Initializer]) -> Iterator[memoryview | None]:
 
     if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
         return pieces(set())
-    mapped = {id(t) for t in pages.mapped_from_files(s for f in fields for s in f.sources())}
+    if mapped is None:
+        mapped = _mapped_sources(fields)
     if not mapped:
         # weights in memory: nothing to read ahead. A thread would add a hand-off per piece
         # (ResNet-18 to memory: 0.15 s to write instead of 0.08) and, computing transposed blocks,
         # an allocator arena of its own (Llama-small's peak above the model: 43 MB, 24 in line)
         return pieces(set())
     return _ahead(pieces(mapped))
+
+
+def _mapped_sources(fields: list[_Initializer]) -> set[int]:
+    """The ids of the tensors ``fields`` read that are views of a file's pages."""
+    return {id(t) for t in pages.mapped_from_files(s for f in fields for s in f.sources())}
 
 
 def _write_raw(stream, field: _Initializer, pieces: Iterator[memoryview | None]) -> None:
@@ -402,10 +411,43 @@ def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list
 
 
 def write_data(initializers: list[_Initializer], stream) -> None:
-    """The external initializers' bytes, each at its offset (zero padding in between)."""
-    end = 0
+    """The external initializers' bytes, each at its offset (zero padding in between).
+
+    Weights memory-mapped from a checkpoint, into a file of our own: those whose pages the cache
+    still holds (the trace read them last) are written first, each at its offset, and the rest
+    after them; a model larger than the cache is then read from the disk about once, not twice.
+    A data file larger than half the memory available leaves the cache as it is written, and so
+    does each mapped weight once written (``pages.streams_out``)."""
     external = [field for field in initializers if field.offset is not None]
-    pieces = _raw_pieces(external)
+    mapped = _mapped_sources(external) if sum(field.nbytes for field in external) >= AHEAD_MIN_BYTES else set()
+    fd = _file_descriptor(stream) if mapped else None
+    if fd is None:
+        _write_in_order(external, stream, mapped)
+        return
+    end = max(field.offset + field.nbytes for field in external)
+    cached_first = sorted(external, key=lambda field: -round(
+        pages.resident_fraction(t for t in field.sources() if id(t) in mapped), 1))
+    behind = pages.WriteBehind(fd) if pages.streams_out(end) else None
+    pieces = _raw_pieces(cached_first, mapped)
+    try:
+        for field in cached_first:
+            stream.seek(field.offset)
+            _write_raw(stream, field, pieces)
+            if behind is not None:
+                stream.flush()
+                behind.written(field.offset, field.nbytes)
+                pages.page_out(t for t in field.sources() if id(t) in mapped)
+        stream.truncate(end)  # the padding after the last field written, if it was not the last one
+        if behind is not None:
+            stream.flush()
+            behind.finish()
+    finally:
+        _close(pieces)
+
+
+def _write_in_order(external: list[_Initializer], stream, mapped: set[int]) -> None:
+    end = 0
+    pieces = _raw_pieces(external, mapped)
     try:
         for field in external:
             stream.write(bytes(field.offset - end))
@@ -413,6 +455,15 @@ def write_data(initializers: list[_Initializer], stream) -> None:
             end = field.offset + field.nbytes
     finally:
         _close(pieces)
+
+
+def _file_descriptor(stream) -> int | None:
+    """The descriptor of a regular file ``stream`` writes to (and may seek in), else None."""
+    try:
+        fd = stream.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) and stream.seekable() else None
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
 
 
 def _close(pieces: Iterator) -> None:
