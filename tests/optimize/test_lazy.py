@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import itertools
+
 import pytest
 import torch
 from optimize_helpers import context, model_bytes
@@ -69,3 +72,42 @@ def test_model_runs():
     session = ort.InferenceSession(model_bytes(graph), providers=["CPUExecutionProvider"])
     x = np.ones((6, 4), np.float32)
     np.testing.assert_allclose(session.run(None, {"x": x})[0], x + 2 * source.numpy(), rtol=1e-6)
+
+
+def test_a_written_block_is_freed_before_the_next_is_computed():
+    """The writer holds one computed block at a time: when a lazy tensor's next rows are computed,
+    the storage of every block before them is gone (``StorageWeakRef`` sees torch's own count)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    blocks: list = []
+    alive_when_computed: list[int] = []
+
+    def rows(sources, start, stop):
+        alive_when_computed.append(sum(not ref.expired() for ref in blocks))
+        block = torch.arange(start * 4, stop * 4, dtype=torch.float32).reshape(stop - start, 4)
+        blocks.append(StorageWeakRef(block.untyped_storage()))
+        return block
+
+    lazy = LazyTensor((8, 4), torch.float32, rows, (), chunk_bytes=2 * 4 * 4)  # two rows a block
+    field = serialize._Initializer(lazy, b"", lazy.numel() * 4)
+    stream = io.BytesIO()
+    serialize._write_raw(stream, field, itertools.chain(field.pieces(), [None]))
+    assert alive_when_computed == [0, 0, 0, 0]
+    assert stream.getvalue() == torch.arange(32, dtype=torch.float32).numpy().tobytes()
+
+
+@pytest.mark.parametrize("shape,dtype,chunk", [
+    ((2048, 5632), torch.float32, 1 << 20),  # short rows of W: 1 MiB blocks
+    ((5120, 13824), torch.bfloat16, 1 << 20),
+    ((32000, 2048), torch.float32, 32000 * 64),  # tall: a cache line from each of W's rows
+    ((32000, 512), torch.bfloat16, 32000 * 64),
+], ids=["fp32_wide", "bf16_wide", "fp32_tall", "bf16_tall"])
+def test_transposed_weight_blocks(shape, dtype, chunk):
+    from torchscript_onnx.pipeline.optimize.weight_transpose import transpose_chunk_bytes, transposed_rows
+
+    weight = torch.randn(shape).to(dtype)
+    assert transpose_chunk_bytes(weight) == chunk
+    lazy = LazyTensor(shape[::-1], dtype, transposed_rows, (weight,), ((1, 0),), chunk_bytes=chunk)
+    blocks = list(lazy.chunks())
+    assert all(b.numel() * b.element_size() <= chunk for b in blocks)
+    assert torch.equal(torch.cat(blocks), weight.t())

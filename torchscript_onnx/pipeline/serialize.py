@@ -208,12 +208,22 @@ class _Initializer:
     def pieces(self) -> Iterator[memoryview]:
         """The raw bytes; a lazy tensor's one row block at a time, each freed once written."""
         if isinstance(self.tensor, LazyTensor):
-            return (dtypes.tensor_bytes(rows) for rows in self.tensor.chunks())
+            return _blocks(self.tensor)
         return iter((dtypes.tensor_bytes(self.tensor),))
 
     def sources(self) -> list:
         """The tensors its bytes are read from: itself, or a lazy tensor's sources."""
         return list(self.tensor.sources) if isinstance(self.tensor, LazyTensor) else [self.tensor]
+
+
+def _blocks(tensor: LazyTensor) -> Iterator[memoryview]:
+    """A lazy tensor's row blocks as bytes, holding none of them once the caller lets go of it: the
+    block before is freed before the next is computed, not after (one block less at the peak)."""
+    for rows in tensor.chunks():
+        view = dtypes.tensor_bytes(rows)
+        del rows
+        yield view
+        del view
 
 
 def _aligned(offset: int, nbytes: int) -> int:
@@ -354,6 +364,7 @@ def _write_raw(stream, field: _Initializer, pieces: Iterator[memoryview | None])
             break
         stream.write(raw)
         written += raw.nbytes
+        del raw  # a computed block is freed before the next one is computed
     if written != field.nbytes:  # the header promised nbytes: a mismatch would corrupt the file
         raise RuntimeError(f"initializer gave {written} bytes, {field.nbytes} expected ({field.tensor!r:.80})")
 
