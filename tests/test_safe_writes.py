@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import torchscript_onnx as tso
-from torchscript_onnx.pipeline import serialize
+from torchscript_onnx.pipeline import atomic_files, serialize
 from torchscript_onnx.api import build
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +48,7 @@ def _model():
 
 
 def _temps(*folders) -> list[str]:
-    return [name for folder in folders for name in os.listdir(folder) if name.startswith(serialize.TEMP_PREFIX)]
+    return [name for folder in folders for name in os.listdir(folder) if name.startswith(atomic_files.TEMP_PREFIX)]
 
 
 def _run_matches_eager(path, model, inputs) -> None:
@@ -178,7 +178,7 @@ def test_dev_full_is_a_clear_error_and_stays_a_device(tmp_path):
     with pytest.raises(OSError) as raised:
         tso.export(model, inputs, full)
     assert raised.value.errno == errno.ENOSPC
-    assert repr(full) in str(raised.value) and serialize.TEMP_PREFIX not in str(raised.value)
+    assert repr(full) in str(raised.value) and atomic_files.TEMP_PREFIX not in str(raised.value)
     assert stat.S_ISCHR(os.stat(full).st_mode)
     assert _temps(os.path.dirname(full)) == []
 
@@ -321,7 +321,7 @@ def test_errors_name_the_target_not_a_temporary(case, external_data, tmp_path):
         exported.save(str(path), external_data=external_data)
     text = str(raised.value)
     assert str(path) in text or f"{path}.data" in text
-    assert serialize.TEMP_PREFIX not in text
+    assert atomic_files.TEMP_PREFIX not in text
     assert sorted(os.listdir(tmp_path)) == before
 
 
@@ -422,7 +422,7 @@ RENAME_CHILD = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {repo!r})
     import torch
-    from torchscript_onnx.pipeline import serialize
+    from torchscript_onnx.pipeline import atomic_files
     from torchscript_onnx.api import build
 
     torch.manual_seed(0)
@@ -430,9 +430,9 @@ RENAME_CHILD = textwrap.dedent("""
     replace = os.replace
     def replace_then_signal(src, dst):
         replace(src, dst)
-        if os.path.basename(dst).startswith(serialize.TEMP_PREFIX):  # the old data file, moved aside
+        if os.path.basename(dst).startswith(atomic_files.TEMP_PREFIX):  # the old data file, moved aside
             os.kill(os.getpid(), signal.SIGTERM)
-    serialize.os.replace = replace_then_signal
+    atomic_files.os.replace = replace_then_signal
     exported.save({path!r}, external_data=True)
     print("survived", flush=True)
 """)
