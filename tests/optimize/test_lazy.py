@@ -97,11 +97,12 @@ def test_a_written_block_is_freed_before_the_next_is_computed():
 
 
 @pytest.mark.parametrize("shape,dtype,chunk", [
-    ((2048, 5632), torch.float32, 1 << 20),  # short rows of W: 1 MiB blocks
-    ((5120, 13824), torch.bfloat16, 1 << 20),
+    ((1376, 512), torch.float32, 128 << 10),  # a small weight: the smallest block
+    ((2048, 5632), torch.float32, 2048 * 5632 * 4 // 64),  # a 64th of the weight
+    ((5120, 13824), torch.bfloat16, 1 << 20),  # at most 1 MiB
     ((32000, 2048), torch.float32, 32000 * 64),  # tall: a cache line from each of W's rows
     ((32000, 512), torch.bfloat16, 32000 * 64),
-], ids=["fp32_wide", "bf16_wide", "fp32_tall", "bf16_tall"])
+], ids=["small", "fp32_wide", "bf16_wide", "fp32_tall", "bf16_tall"])
 def test_transposed_weight_blocks(shape, dtype, chunk):
     from torchscript_onnx.pipeline.optimize.weight_transpose import transpose_chunk_bytes, transposed_rows
 

@@ -20,20 +20,23 @@ from ...builder.lazy import LazyTensor
 from .subgraphs import subgraph_references
 
 
-# Bytes of a transposed weight computed at once (see ``transposed_rows``). A block of rows of ``W.T``
-# is a block of columns of ``W``, read as a short run from each of ``W``'s rows: at least a cache
-# line (``_RUN_BYTES``) from each, else the reads waste most of every line they fetch (TinyLlama's
-# 32000 x 2048 output projection: 1.4 GB/s in 1 MiB blocks, 2.1 in 2 MiB). Otherwise 1 MiB, where
-# the column block and its transpose stay in the cache: 4 MiB blocks ran at 0.4-0.9x the speed and
-# held 12 MB more at the peak (the column block, its transpose, the block before it).
-TRANSPOSE_CHUNK_BYTES = 1 << 20
+# Bytes of a transposed weight computed at once (see ``transposed_rows``): a 64th of the weight
+# (``_BLOCKS``), so that the two blocks alive at once (a column block of ``W`` and its transpose)
+# stay a few percent of it, between 128 KiB and 1 MiB. Blocks of 1 MiB stay in the CPU's cache: 4
+# MiB ones ran at 0.4-0.9x the speed. A block of rows of ``W.T`` is a block of columns of ``W``,
+# read as a short run from each of its rows: at least a cache line (``_RUN_BYTES``) from each, else
+# the reads waste most of every line they fetch (TinyLlama's 32000 x 2048 output projection: 1.4
+# GB/s in 1 MiB blocks, 2.1 in 2 MiB).
+_MIN_BLOCK_BYTES, _MAX_BLOCK_BYTES = 1 << 17, 1 << 20
+_BLOCKS = 64
 _RUN_BYTES = 64
 
 
 def transpose_chunk_bytes(tensor) -> int:
-    """The block size for writing ``tensor`` transposed: 1 MiB, or a cache line from each of its rows."""
+    """The block size for writing ``tensor`` transposed."""
     rows = tensor.shape[0] if len(tensor.shape) else 1
-    return max(TRANSPOSE_CHUNK_BYTES, rows * _RUN_BYTES)
+    share = tensor.numel() * tensor.element_size() // _BLOCKS
+    return max(min(max(share, _MIN_BLOCK_BYTES), _MAX_BLOCK_BYTES), rows * _RUN_BYTES)
 
 
 def transposed_rows(sources, start: int, stop: int, perm: tuple) -> torch.Tensor:
