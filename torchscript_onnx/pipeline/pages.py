@@ -37,17 +37,22 @@ import torch
 AHEAD_BYTES = 512 << 20
 
 
-@functools.cache
 def _madvise():
     """The C library's ``madvise``, or None where there is none to call."""
     if not hasattr(mmap, "MADV_WILLNEED"):
         return None
-    try:
-        advise = ctypes.CDLL(None, use_errno=True).madvise
-    except Exception:  # noqa: BLE001 - no C library to load: reading ahead is only a hint
-        return None
-    advise.argtypes, advise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
-    return advise
+    return _libc_function("madvise", ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+
+
+def _advise(tensors: Iterable, advice: int) -> None:
+    """``madvise`` each CPU tensor's pages, a hint: whatever the kernel answers, nothing else changes."""
+    advise = _madvise()
+    if advise is None:
+        return
+    for tensor in tensors:
+        span = _page_span(tensor)
+        if span is not None:
+            advise(span[0], span[1], advice)
 
 
 @functools.cache
@@ -94,14 +99,9 @@ _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21)
 
 def page_out(tensors: Iterable) -> None:
     """Let the kernel drop these (memory-mapped) tensors' pages now, a hint: written once, they are
-    not read again by the export, and the cache is better spent on the weights still to write."""
-    advise = _madvise()
-    if advise is None:
-        return
-    for tensor in tensors:
-        span = _page_span(tensor)
-        if span is not None:
-            advise(span[0], span[1], _MADV_PAGEOUT)  # a hint: an old kernel refuses it, and that is all
+    not read again by the export, and the cache is better spent on the weights still to write (an
+    old kernel refuses the advice, and that is all)."""
+    _advise(tensors, _MADV_PAGEOUT)
 
 
 def _available_memory() -> int | None:
@@ -160,13 +160,7 @@ class WriteBehind:
 def read_ahead(tensors: Iterable) -> None:
     """Ask the kernel to start reading the pages of these CPU tensors, without waiting for them
     (pass only ``mapped_from_files`` ones)."""
-    advise = _madvise()
-    if advise is None:
-        return
-    for tensor in tensors:
-        span = _page_span(tensor)
-        if span is not None:
-            advise(span[0], span[1], mmap.MADV_WILLNEED)  # a hint: its result does not matter
+    _advise(tensors, getattr(mmap, "MADV_WILLNEED", 3))
 
 
 def _file_ranges() -> list[tuple[int, int]]:
