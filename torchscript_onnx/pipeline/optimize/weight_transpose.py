@@ -23,7 +23,7 @@ from .subgraphs import subgraph_references
 # Bytes of a transposed weight computed at once (see ``transposed_rows``): a 64th of the weight
 # (``_BLOCKS``), so that the two blocks alive at once (a column block of ``W`` and its transpose)
 # stay a few percent of it, between 128 KiB and 1 MiB. Blocks of 1 MiB stay in the CPU's cache: 4
-# MiB ones ran at 0.4-0.9x the speed. A block of rows of ``W.T`` is a block of columns of ``W``,
+# MiB ones ran at 0.4-1.0x the speed. A block of rows of ``W.T`` is a block of columns of ``W``,
 # read as a short run from each of its rows: at least a cache line (``_RUN_BYTES``) from each, else
 # the reads waste most of every line they fetch (TinyLlama's 32000 x 2048 output projection: 1.4
 # GB/s in 1 MiB blocks, 2.1 in 2 MiB).
