@@ -267,3 +267,27 @@ def test_mapped_weights_written_in_any_order_give_the_same_files(order, tmp_path
     with torch.no_grad():
         want = source(other).numpy()
     np.testing.assert_allclose(session.run(None, {"ids": other.numpy()})[0], want, rtol=1e-4, atol=1e-4)
+
+
+@linux_only
+def test_resident_fraction_counts_the_pages_in_memory(tmp_path):
+    """Pages known to be in memory count as such, in the process's own memory and in a file's
+    mapping once read; none of a file nothing has read yet (holes, so that no earlier write left
+    them in the cache)."""
+    touched = torch.ones(1 << 20)  # 4 MiB of the process's own memory, every page written
+    assert pages.resident_fraction([touched]) == 1.0
+    path = tmp_path / "weights.safetensors"
+    safetensors_torch.save_file({"w": torch.ones(1 << 20)}, os.fspath(path))
+    mapped = safetensors_torch.load_file(os.fspath(path))["w"]
+    assert pages.mapped_from_files([mapped]) == [mapped]
+    float(mapped.sum())  # reads every page
+    assert pages.resident_fraction([mapped]) == 1.0
+    assert pages.resident_fraction([]) == 1.0  # nothing to read: nothing costs a read
+    sparse = tmp_path / "holes.bin"
+    with open(sparse, "wb") as f:
+        f.truncate(4 << 20)  # a file of holes: no page of it is in memory until something reads it
+    unread = torch.from_file(os.fspath(sparse), shared=False, size=1 << 20, dtype=torch.float32)
+    assert pages.mapped_from_files([unread]) == [unread]
+    assert pages.resident_fraction([unread]) == 0.0
+    float(unread.sum())
+    assert pages.resident_fraction([unread]) == 1.0

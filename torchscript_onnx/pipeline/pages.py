@@ -87,7 +87,7 @@ def resident_fraction(tensors: Iterable) -> float:
         flags = (ctypes.c_ubyte * count)()
         if mincore is None or mincore(span[0], span[1], flags) != 0:
             return 1.0
-        resident += sum(flag & 1 for flag in bytes(flags))
+        resident += int(torch.frombuffer(flags, dtype=torch.uint8).bitwise_and(1).sum())  # bit 0: in memory
         total += count
     return resident / total if total else 1.0
 

@@ -321,11 +321,10 @@ def _ahead(items: Iterator, depth: int = AHEAD_PIECES) -> Iterator:
         thread.join()
 
 
-def _raw_pieces(fields: list[_Initializer], mapped: set[int] | None = None) -> Iterator[memoryview | None]:
+def _raw_pieces(fields: list[_Initializer], mapped: set[int]) -> Iterator[memoryview | None]:
     """The raw bytes of ``fields`` in order, each field's pieces followed by None; prepared ahead
-    by a thread when they are large (``AHEAD_MIN_BYTES``) and read from a file's pages (a
-    memory-mapped checkpoint; ``mapped``: the ids of those sources, when known), so the disk reads
-    while the writer writes."""
+    by a thread when some are read from a file's pages (``mapped``: the ids of those sources, from
+    ``_mapped_sources``), so the disk reads while the writer writes."""
 
     def pieces(mapped: set[int]) -> Iterator[memoryview | None]:
         if fields:
@@ -336,10 +335,6 @@ def _raw_pieces(fields: list[_Initializer], mapped: set[int] | None = None) -> I
             yield from field.pieces()
             yield None
 
-    if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
-        return pieces(set())
-    if mapped is None:
-        mapped = _mapped_sources(fields)
     if not mapped:
         # weights in memory: nothing to read ahead. A thread would add a hand-off per piece
         # (ResNet-18 to memory: 0.15 s to write instead of 0.08) and, computing transposed blocks,
@@ -349,7 +344,10 @@ def _raw_pieces(fields: list[_Initializer], mapped: set[int] | None = None) -> I
 
 
 def _mapped_sources(fields: list[_Initializer]) -> set[int]:
-    """The ids of the tensors ``fields`` read that are views of a file's pages."""
+    """The ids of the tensors ``fields`` read that are views of a file's pages; none looked for
+    when the fields hold less than ``AHEAD_MIN_BYTES`` (reading ahead would save nothing)."""
+    if sum(field.nbytes for field in fields) < AHEAD_MIN_BYTES:
+        return set()
     return {id(t) for t in pages.mapped_from_files(s for f in fields for s in f.sources())}
 
 
@@ -408,7 +406,7 @@ def write_model(model: onnx.ModelProto, graph: Graph, stream, initializers: list
     for piece in message_pieces(model.graph):
         stream.write(piece)
     inline = [field for field in initializers if field.offset is None]
-    pieces = _raw_pieces(inline)
+    pieces = _raw_pieces(inline, _mapped_sources(inline))
     try:
         for field in initializers:
             stream.write(field.prefix)
@@ -427,7 +425,7 @@ def write_data(initializers: list[_Initializer], stream) -> None:
     A data file larger than half the memory available leaves the cache as it is written, and so
     does each mapped weight once written (``pages.streams_out``)."""
     external = [field for field in initializers if field.offset is not None]
-    mapped = _mapped_sources(external) if sum(field.nbytes for field in external) >= AHEAD_MIN_BYTES else set()
+    mapped = _mapped_sources(external)
     fd = _file_descriptor(stream) if mapped else None
     if fd is None:
         _write_in_order(external, stream, mapped)
