@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from torchscript_onnx.builder import dtypes, onnx_ops
+from torchscript_onnx.builder import dtypes, jit_walk, onnx_ops
 from torchscript_onnx.builder.ir import Value
 
 from .. import symbolic_helper as sh
@@ -62,7 +62,7 @@ def _typed_as_captured(g, value: Value) -> Value:
     ``onnx::Constant``), and so it stays here."""
     node = g.original_node
     if node is not None and node.outputsSize() == 1 and \
-            not all(i.node().kind() == "prim::Constant" for i in node.inputs()):
+            not all(i.node().kind() == "prim::Constant" for i in jit_walk.inputs(node)):
         value.jit_type = node.output().type()
     return value
 
