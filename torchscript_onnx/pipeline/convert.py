@@ -23,7 +23,7 @@ from ..builder.context import GraphContext
 from ..builder.errors import (ConversionIssue, DynamicAxesError, OnnxExporterError, OpsetRequirementError, SymbolicValueError,
                      UnsupportedOp, UnsupportedOperatorError)
 from ..builder.ir import Graph, Origin, Value
-from .legacy_names import legacy_numbers, number_folds, reader_name
+from .legacy_names import legacy_numbers, live_nodes, number_folds, reader_name
 from ..builder.mutation import LIST_MUTATORS, mutated_input, scripted_mutation
 from ..builder.options import ExportOptions, OperatorExportTypes, TrainingMode
 from .scopes import script_location, trace_frame, traced_scope_atoms
@@ -620,10 +620,11 @@ class Converter:
             seen.add(id(value))
             graph.outputs.append(value)
             hints.append(hint)
-        numbers = legacy_numbers(graph, self.n_legacy_inputs(), ctx.root.constant_initializers)
+        live = live_nodes(graph)
+        numbers = legacy_numbers(graph, live, self.n_legacy_inputs(), ctx.root.constant_initializers)
         # where legacy's own passes (conv + batch norm folding, constant folding) number their new values from
         graph.legacy_next_number = max(numbers.values(), default=self.n_legacy_inputs() - 1) + 1
-        number_folds(graph)
+        number_folds(graph, live)
         consumers = graph.consumers()
         given = self.captured.output_names  # what capture names (a transformers cache's tensors)
         for k, (value, hint, position) in enumerate(zip(graph.outputs, hints, positions)):

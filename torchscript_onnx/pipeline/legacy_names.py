@@ -77,8 +77,9 @@ def _is_python_constant(value: Value) -> bool:
     return value.producer is None and not value.is_param and not value._is_graph_input and value.is_const
 
 
-def _live(graph: Graph) -> set[int]:
-    """ids of the nodes, ours and folded ones, that the graph outputs need."""
+def live_nodes(graph: Graph) -> set[int]:
+    """ids of the nodes, ours and folded ones, that the graph outputs need: what legacy's graph
+    keeps once dead code is gone, the only nodes it numbers and folds."""
     folded_by_output = {id(out): node for _, node in graph.folded for out in node.outputs}
     live: set[int] = set()
     stack = list(graph.outputs)
@@ -110,15 +111,15 @@ def _in_order(graph: Graph):
             yield node, False
 
 
-def legacy_numbers(graph: Graph, first: int, constants: set[int] = frozenset()) -> dict[int, int]:
+def legacy_numbers(graph: Graph, live: set[int], first: int, constants: set[int] = frozenset()) -> dict[int, int]:
     """id(value) -> the number the legacy exporter gives it: its graph inputs (user inputs and
     parameters) take 0..first-1, then each output of the nodes that the outputs need, in graph
     order (a node's subgraph inputs and nodes right after its own outputs), as TorchScript's
     canonical numbering does after dead code is removed; a folded node's constant inputs are
     legacy's Constant nodes, numbered right before it. So is a graph constant kept as an
     initializer (``constants``: ids of such values; a frozen module's weights, a large traced
-    constant): it takes its number right before the first node that reads it."""
-    live = _live(graph)
+    constant): it takes its number right before the first node that reads it. ``live``:
+    ``live_nodes(graph)``."""
     numbers: dict[int, int] = {}
     counter = [first]
 
@@ -146,10 +147,10 @@ def legacy_numbers(graph: Graph, first: int, constants: set[int] = frozenset()) 
     return numbers
 
 
-def number_folds(graph: Graph) -> None:
+def number_folds(graph: Graph, live: set[int]) -> None:
     """Each value legacy's constant folding computes (``Value.legacy_fold``): its place among the
-    values that pass creates, counted in graph order over the nodes the outputs need."""
-    live = _live(graph)
+    values that pass creates, counted in graph order over the nodes the outputs need (``live``:
+    ``live_nodes(graph)``)."""
     constant: dict[int, bool] = {}  # id(node output) -> whether legacy folds it
     count = 0
 
