@@ -345,3 +345,15 @@ def test_a_stated_condition_raises_below_its_opset_only():
     with pytest.raises(OpsetRequirementError) as info:
         table.require(dataclasses.make_dataclass("G", ["opset"])(7), "ONNX Expand")
     assert info.value.required_opset == 8 and "ONNX Expand needs opset 8" in str(info.value)
+
+
+@pytest.mark.parametrize("op_type,opset,exists", [
+    ("Sign", 8, False), ("Sign", 9, True),  # came at 9
+    ("Round", 10, False), ("Round", 11, True),
+    ("Resize", 9, False), ("Resize", 10, True),
+    ("Upsample", 9, True), ("Upsample", 20, True),  # deprecated at 10, still a schema
+    ("Relu", 7, True),
+    ("NoSuchOp", 20, False),
+])
+def test_has_op_answers_from_the_schema_at_the_opset(op_type, opset, exists):
+    assert onnx_ops.has_op(dataclasses.make_dataclass("G", ["opset"])(opset), op_type) is exists

@@ -27,19 +27,21 @@ from .ir import Value
 INT64_MAX = 9223372036854775807
 
 
-@functools.lru_cache(maxsize=None)
-def _op_since(op_type: str) -> int | None:
-    """The opset that brought ONNX ``op_type`` (default domain), or None if ONNX has no such op."""
-    versions = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
-                if s.name == op_type and s.domain == ""]
-    return min(versions) if versions else None
-
-
 def has_op(g, op_type: str) -> bool:
     """Whether ONNX has ``op_type`` at the target opset (Sign and IsNaN came at 9, Round at 11, ...):
     a lowering with a fallback for older opsets asks this, not the opset number."""
-    since = _op_since(op_type)
-    return since is not None and g.opset >= since
+    return _has_schema(op_type, g.opset)
+
+
+@functools.lru_cache(maxsize=None)
+def _has_schema(op_type: str, opset: int) -> bool:
+    # One schema asked for, not get_all_schemas_with_history(): that copies every schema of every
+    # opset into Python objects, 2.8 MB of heap the process keeps for the first lowering that asks.
+    try:
+        onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)
