@@ -291,3 +291,33 @@ def test_resident_fraction_counts_the_pages_in_memory(tmp_path):
     assert pages.resident_fraction([unread]) == 0.0
     float(unread.sum())
     assert pages.resident_fraction([unread]) == 1.0
+
+
+@pytest.mark.parametrize("sizes", [
+    [4096] * 40,  # many small weights (norms): the ranges add up before one is dropped
+    [1 << 16, 4096, 4096, 1 << 16, 4096],  # a mix
+    [1 << 20],  # one weight larger than the window
+])
+def test_write_behind_drops_each_range_once_oldest_first(sizes, tmp_path, monkeypatch):
+    """Each written range is started at once; the oldest is waited for and dropped as soon as the
+    ranges written after it reach WRITE_BEHIND_BYTES, and ``finish`` drops the rest, in order."""
+    monkeypatch.setattr(pages, "WRITE_BEHIND_BYTES", 1 << 15)
+    calls = []
+    with open(tmp_path / "data", "wb") as f:
+        behind = pages.WriteBehind(f.fileno())
+        behind.sync_range = lambda fd, offset, nbytes, flags: calls.append((offset, nbytes, flags)) or 0
+        offset = 0
+        for nbytes in sizes:
+            f.write(bytes(nbytes))
+            f.flush()
+            behind.written(offset, nbytes)
+            offset += nbytes
+            kept = list(behind.pending)
+            assert sum(n for _, n in kept[1:]) < pages.WRITE_BEHIND_BYTES  # nothing kept that could go
+            assert behind.pending_bytes == sum(n for _, n in kept)
+        behind.finish()
+    started = [(o, n) for o, n, flags in calls if flags == 2]
+    dropped = [(o, n) for o, n, flags in calls if flags == 7]
+    ranges = list(zip([sum(sizes[:k]) for k in range(len(sizes))], sizes))
+    assert started == ranges and dropped == ranges
+    assert not behind.pending and behind.pending_bytes == 0

@@ -23,6 +23,7 @@ still to be written.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import ctypes
 import functools
@@ -138,21 +139,25 @@ class WriteBehind:
         self.fd = fd
         self.sync_range = _libc_function("sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                                           ctypes.c_uint)
-        self.pending: list[tuple[int, int]] = []  # (offset, nbytes) started but not dropped
+        self.pending: collections.deque[tuple[int, int]] = collections.deque()  # (offset, nbytes) not dropped
+        self.pending_bytes = 0  # their total: the list can hold many small weights' ranges
 
     def written(self, offset: int, nbytes: int) -> None:
         if self.sync_range is None or nbytes == 0:
             return
         self.sync_range(self.fd, offset, nbytes, _WRITE)
         self.pending.append((offset, nbytes))
-        while sum(n for _, n in self.pending[1:]) >= WRITE_BEHIND_BYTES:
-            self._drop(*self.pending.pop(0))
+        self.pending_bytes += nbytes
+        while self.pending_bytes - self.pending[0][1] >= WRITE_BEHIND_BYTES:  # enough written after the oldest
+            self._drop_oldest()
 
     def finish(self) -> None:
         while self.pending:
-            self._drop(*self.pending.pop(0))
+            self._drop_oldest()
 
-    def _drop(self, offset: int, nbytes: int) -> None:
+    def _drop_oldest(self) -> None:
+        offset, nbytes = self.pending.popleft()
+        self.pending_bytes -= nbytes
         self.sync_range(self.fd, offset, nbytes, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
         os.posix_fadvise(self.fd, offset, nbytes, os.POSIX_FADV_DONTNEED)
 

@@ -430,9 +430,12 @@ def write_data(initializers: list[_Initializer], stream) -> None:
     if fd is None:
         _write_in_order(external, stream, mapped)
         return
+
+    def mapped_of(field: _Initializer) -> list:
+        return [t for t in field.sources() if id(t) in mapped]
+
     end = max(field.offset + field.nbytes for field in external)
-    cached_first = sorted(external, key=lambda field: -round(
-        pages.resident_fraction(t for t in field.sources() if id(t) in mapped), 1))
+    cached_first = sorted(external, key=lambda field: -round(pages.resident_fraction(mapped_of(field)), 1))
     behind = pages.WriteBehind(fd) if pages.streams_out(end) else None
     pieces = _raw_pieces(cached_first, mapped)
     try:
@@ -442,7 +445,7 @@ def write_data(initializers: list[_Initializer], stream) -> None:
             if behind is not None:
                 stream.flush()
                 behind.written(field.offset, field.nbytes)
-                pages.page_out(t for t in field.sources() if id(t) in mapped)
+                pages.page_out(mapped_of(field))
         stream.truncate(end)  # the padding after the last field written, if it was not the last one
         if behind is not None:
             stream.flush()
